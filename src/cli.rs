@@ -1,0 +1,145 @@
+//! The command line: clap types, logging set-up, and the mapping from errors to exit codes.
+//!
+//! clap stays in this module. Each subcommand's arguments are handed to a plain function in
+//! [`crate::commands`], which returns an [`Outcome`]; nothing below this layer sees clap.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::commands;
+use crate::diagnostic::InputError;
+
+/// Exit statuses, documented in the README.
+pub mod exit {
+    /// Success.
+    pub const OK: u8 = 0;
+    /// A runtime failure (I/O, a provider, a bug).
+    pub const ERROR: u8 = 1;
+    /// Bad input: a malformed config, calendar, forecast, problem or plan.
+    pub const INVALID_INPUT: u8 = 2;
+}
+
+/// What a command returns when it did not fail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Outcome(pub u8);
+
+impl Outcome {
+    pub const OK: Outcome = Outcome(exit::OK);
+}
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "gpucap",
+    version,
+    about = "Plan and provision GPU capacity for ML training campaigns",
+    long_about = "gpucap reads campaign calendars and demand forecasts, compares reserved, spot and \
+on-demand GPU prices across AWS, GCP and Azure, finds the cheapest mix that covers the demand, \
+gates it on budget policies, and writes Terraform or calls the cloud APIs.",
+    propagate_version = true
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Args)]
+pub struct GlobalArgs {
+    /// The project configuration.
+    #[arg(short = 'c', long, global = true, default_value = "gpucap.toml", env = "GPUCAP_CONFIG")]
+    pub config: PathBuf,
+    /// More logging on stderr (-v: debug, -vv: trace). `RUST_LOG` overrides.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    /// Only errors on stderr.
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    pub quiet: bool,
+    /// When to use colour.
+    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto)]
+    pub color: ColorChoice,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ColorChoice {
+    Auto,
+    Always,
+    Never,
+}
+
+/// How a command prints its result on stdout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum Format {
+    /// Tables and charts for a terminal.
+    #[default]
+    Table,
+    /// Machine-readable JSON.
+    Json,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Write a commented gpucap.toml (and example inputs) into a directory.
+    Init(commands::init::InitArgs),
+}
+
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging(&cli.global);
+    let result = match cli.command {
+        Command::Init(args) => commands::init::run(&cli.global, args),
+    };
+    match result {
+        Ok(Outcome(code)) => ExitCode::from(code),
+        Err(err) => report(&err),
+    }
+}
+
+/// Prints an error chain with hints on stderr and picks the exit status.
+fn report(err: &anyhow::Error) -> ExitCode {
+    let input = err.chain().find_map(|e| e.downcast_ref::<InputError>());
+    eprintln!("error: {err}");
+    for cause in err.chain().skip(1) {
+        eprintln!("  caused by: {cause}");
+    }
+    if let Some(hint) = input.and_then(|e| e.hint.as_deref()) {
+        eprintln!("hint: {hint}");
+    }
+    ExitCode::from(if input.is_some() { exit::INVALID_INPUT } else { exit::ERROR })
+}
+
+fn init_logging(global: &GlobalArgs) {
+    use tracing_subscriber::EnvFilter;
+    let level = match (global.quiet, global.verbose) {
+        (true, _) => "error",
+        (false, 0) => "warn",
+        (false, 1) => "debug",
+        (false, _) => "trace",
+    };
+    let filter = EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| EnvFilter::new(format!("gpucap={level},gpucap_provider={level}")));
+    let ansi = match global.color {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto => std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
+    };
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(ansi)
+        .with_target(false)
+        .without_time()
+        .init();
+}
+
+/// Whether stdout output should be coloured.
+pub fn stdout_color(choice: ColorChoice) -> bool {
+    match choice {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto => std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
+    }
+}

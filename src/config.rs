@@ -1,0 +1,461 @@
+//! `gpucap.toml`: the project configuration at the root of an infra repo.
+//!
+//! The doc comments on these structs are the user documentation of every key and its default
+//! (`gpucap init` writes the same text as comments). Unknown keys are errors that name the key's
+//! path, the line, and the closest known key. Parsing is pure: [`Config::parse`] takes the text;
+//! the caller reads the file.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use chrono::{DateTime, Utc};
+use serde::Deserialize;
+
+use crate::Accelerator;
+use crate::diagnostic::{InputError, Location, did_you_mean};
+use crate::timespec::{Horizon, Span, Timestamp};
+use gpucap_provider::Cloud;
+
+/// The whole configuration file.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// When planning starts and how far ahead it looks.
+    #[serde(default)]
+    pub planning: Planning,
+    /// Where the calendars and forecasts are.
+    #[serde(default)]
+    pub inputs: Inputs,
+    /// How calendars become demand.
+    #[serde(default)]
+    pub demand: DemandSettings,
+    /// Capacity pools, by id. A pool is one interchangeable kind of accelerator in the places a
+    /// campaign may run. Default: one pool per accelerator (and placement rule) the calendars use.
+    #[serde(default)]
+    pub pools: BTreeMap<String, PoolConfig>,
+    /// Scenarios to plan for. Default: `expected` (0.6), `slip-2w` (0.25: campaigns start two
+    /// weeks late), `upside` (0.15: forecast upper quantile, campaigns ×1.2).
+    #[serde(default = "default_scenarios")]
+    pub scenarios: Vec<ScenarioConfig>,
+    /// Budget gates' settings (the data the Rego policies see).
+    #[serde(default)]
+    pub budget: Budget,
+    /// Where results are written.
+    #[serde(default)]
+    pub output: Output,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Planning {
+    /// First planned hour (a date is 00:00 UTC). Default: today, 00:00 UTC, so a scheduled run
+    /// always plans from the day it runs.
+    pub start: Option<Timestamp>,
+    /// How far ahead to plan. Default `13w` (a quarter).
+    #[serde(default = "default_horizon")]
+    pub horizon: Span,
+}
+
+impl Default for Planning {
+    fn default() -> Self {
+        Planning { start: None, horizon: default_horizon() }
+    }
+}
+
+fn default_horizon() -> Span {
+    Span::days(91)
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Inputs {
+    /// Calendar files or glob patterns, relative to this file: `.yaml`/`.yml`, `.toml` or
+    /// `.ics`. Default `["calendars/*"]`.
+    #[serde(default = "default_calendars")]
+    pub calendars: Vec<String>,
+    /// Demand forecasts (CSV). Default: none.
+    #[serde(default)]
+    pub forecasts: Vec<ForecastInput>,
+}
+
+impl Default for Inputs {
+    fn default() -> Self {
+        Inputs { calendars: default_calendars(), forecasts: Vec::new() }
+    }
+}
+
+fn default_calendars() -> Vec<String> {
+    vec!["calendars/*".to_string()]
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ForecastInput {
+    /// The CSV file, relative to this file.
+    pub path: PathBuf,
+    /// The pool its demand belongs to. Required for Prophet files (`ds,yhat,…`); long-form files
+    /// (`timestamp,pool,p50,…`) name the pool on each row, and this then filters them.
+    pub pool: Option<String>,
+    /// `true`: the forecast work is interruptible and may run on spot. Default `false` (firm).
+    #[serde(default)]
+    pub flex: bool,
+    /// Team the forecast demand is charged to. Optional.
+    pub team: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DemandSettings {
+    /// Fraction added to every campaign without its own `buffer` (failed runs, experiments).
+    /// Default `0`.
+    #[serde(default)]
+    pub buffer: f64,
+}
+
+impl Default for DemandSettings {
+    fn default() -> Self {
+        DemandSettings { buffer: 0.0 }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PoolConfig {
+    /// Canonical accelerator name or alias.
+    pub accelerator: Accelerator,
+    /// Clouds the pool may use. Default: all (or those of `regions`).
+    #[serde(default)]
+    pub clouds: Vec<Cloud>,
+    /// Regions the pool may use. Default: any region of its clouds.
+    #[serde(default)]
+    pub regions: Vec<String>,
+}
+
+/// A scenario: a way the quarter may turn out, with its probability.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScenarioConfig {
+    pub name: String,
+    /// Probabilities of all scenarios sum to 1.
+    pub probability: f64,
+    /// Campaigns start this much later than written (their length is kept). Default `0h`.
+    #[serde(default = "zero_span")]
+    pub slip: Span,
+    /// Campaign GPUs are multiplied by this (after buffers). Default `1.0`.
+    #[serde(default = "one")]
+    pub scale: f64,
+    /// Which forecast value to use: `median` (Prophet `yhat`, `p50`), `lower`, `upper`
+    /// (the lowest / highest quantile in the file) or a column like `p90`. Default `median`.
+    #[serde(default)]
+    pub forecast: Quantile,
+}
+
+fn zero_span() -> Span {
+    Span::hours(0)
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+fn default_scenarios() -> Vec<ScenarioConfig> {
+    let s = |name: &str, probability, slip, scale, forecast| ScenarioConfig {
+        name: name.to_string(),
+        probability,
+        slip: Span::days(slip),
+        scale,
+        forecast,
+    };
+    vec![
+        s("expected", 0.6, 0, 1.0, Quantile::Median),
+        s("slip-2w", 0.25, 14, 1.0, Quantile::Median),
+        s("upside", 0.15, 0, 1.2, Quantile::Upper),
+    ]
+}
+
+/// A forecast quantile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Quantile {
+    #[default]
+    Median,
+    Lower,
+    Upper,
+    /// `pNN`: the NN-th percentile column.
+    Percentile(u8),
+}
+
+impl Quantile {
+    pub fn parse(s: &str) -> Result<Self, String> {
+        match s {
+            "median" | "p50" => Ok(Quantile::Median),
+            "lower" => Ok(Quantile::Lower),
+            "upper" => Ok(Quantile::Upper),
+            _ => s
+                .strip_prefix('p')
+                .and_then(|n| n.parse::<u8>().ok())
+                .filter(|n| (1..=99).contains(n))
+                .map(Quantile::Percentile)
+                .ok_or_else(|| format!("`{s}` is not a quantile; expected `median`, `lower`, `upper` or `p1`..`p99`")),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Quantile {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        Quantile::parse(&s).map_err(serde::de::Error::custom)
+    }
+}
+
+/// Budget settings. They are the `data` document of the budget-gate policies.
+#[derive(Debug, Clone, Default, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Budget {
+    /// Maximum expected total cost of the plan, USD. Default: no limit.
+    pub total: Option<f64>,
+    /// Maximum expected cost in any calendar month, USD. Default: no limit.
+    pub monthly: Option<f64>,
+    /// Maximum expected cost per team, USD.
+    #[serde(default)]
+    pub teams: BTreeMap<String, f64>,
+    /// Irreversible spend (capacity blocks, commitments) above this needs an approval, USD.
+    /// Default: no approval needed.
+    pub approval_above: Option<f64>,
+    /// Clouds a plan may buy from (data residency, contracts). Default: all.
+    #[serde(default)]
+    pub allowed_clouds: Vec<Cloud>,
+    /// Regions a plan may buy in. Default: all.
+    #[serde(default)]
+    pub allowed_regions: Vec<String>,
+    /// Oldest acceptable price quote. Default `24h`.
+    pub max_quote_age: Option<Span>,
+    /// Extra Rego policy directories, relative to this file.
+    #[serde(default)]
+    pub policies: Vec<PathBuf>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Output {
+    /// Directory for plans, problems and charts, relative to this file. Default `gpucap-out`.
+    #[serde(default = "default_output_dir")]
+    pub dir: PathBuf,
+}
+
+impl Default for Output {
+    fn default() -> Self {
+        Output { dir: default_output_dir() }
+    }
+}
+
+fn default_output_dir() -> PathBuf {
+    PathBuf::from("gpucap-out")
+}
+
+impl Config {
+    /// Parses and validates the text of a `gpucap.toml`. `path` is only used in messages.
+    pub fn parse(text: &str, path: &Path) -> Result<Config, InputError> {
+        let de = toml::de::Deserializer::parse(text).map_err(|e| toml_error(text, path, &e, None))?;
+        let config: Config = serde_path_to_error::deserialize(de).map_err(|e| {
+            let field = e.path().to_string();
+            toml_error(text, path, e.inner(), Some(field))
+        })?;
+        config.validate(path)?;
+        Ok(config)
+    }
+
+    fn validate(&self, path: &Path) -> Result<(), InputError> {
+        let at = |field: String| Location::file(path).field(field);
+        let total: f64 = self.scenarios.iter().map(|s| s.probability).sum();
+        if self.scenarios.is_empty() {
+            return Err(InputError::new(at("scenarios".into()), "at least one scenario is needed"));
+        }
+        let mut names = std::collections::HashSet::new();
+        for (i, s) in self.scenarios.iter().enumerate() {
+            if !(s.probability > 0.0 && s.probability <= 1.0) {
+                return Err(InputError::new(
+                    at(format!("scenarios[{i}].probability")),
+                    format!("probability must be in (0, 1], found {}", s.probability),
+                ));
+            }
+            if !(s.scale.is_finite() && s.scale > 0.0) {
+                return Err(InputError::new(
+                    at(format!("scenarios[{i}].scale")),
+                    format!("scale must be a positive number, found {}", s.scale),
+                ));
+            }
+            if s.slip.as_hours() < 0 {
+                return Err(InputError::new(at(format!("scenarios[{i}].slip")), "slip cannot be negative"));
+            }
+            if s.name.trim().is_empty() || !names.insert(s.name.as_str()) {
+                return Err(InputError::new(
+                    at(format!("scenarios[{i}].name")),
+                    format!("scenario names must be unique and non-empty: `{}`", s.name),
+                ));
+            }
+        }
+        if (total - 1.0).abs() > 1e-9 {
+            return Err(InputError::new(
+                at("scenarios".into()),
+                format!("scenario probabilities sum to {total}, not 1"),
+            )
+            .with_hint("adjust the `probability` of the scenarios so they add up to 1"));
+        }
+        if !(self.demand.buffer.is_finite() && (0.0..=10.0).contains(&self.demand.buffer)) {
+            return Err(InputError::new(
+                at("demand.buffer".into()),
+                format!("buffer must be a fraction between 0 and 10, found {}", self.demand.buffer),
+            ));
+        }
+        if self.planning.horizon.as_hours() <= 0 || self.planning.horizon.as_hours() > 105_120 {
+            return Err(InputError::new(
+                at("planning.horizon".into()),
+                "horizon must be between 1 hour and 12 years",
+            ));
+        }
+        for (id, pool) in &self.pools {
+            if id.is_empty() || !id.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) {
+                return Err(InputError::new(
+                    at(format!("pools.{id}")),
+                    "pool ids use letters, digits, `-`, `_` and `.` only",
+                ));
+            }
+            for (i, region) in pool.regions.iter().enumerate() {
+                let Some(cloud) = Cloud::of_region(region) else {
+                    return Err(InputError::new(
+                        at(format!("pools.{id}.regions[{i}]")),
+                        format!("`{region}` is not a region name of AWS, GCP or Azure"),
+                    )
+                    .with_hint("use API region names like `us-east-1`, `us-central1` or `eastus`"));
+                };
+                if !pool.clouds.is_empty() && !pool.clouds.contains(&cloud) {
+                    return Err(InputError::new(
+                        at(format!("pools.{id}.regions[{i}]")),
+                        format!("region `{region}` is in {cloud}, which is not in this pool's `clouds`"),
+                    ));
+                }
+            }
+        }
+        for (i, f) in self.inputs.forecasts.iter().enumerate() {
+            if let Some(pool) = &f.pool
+                && !self.pools.is_empty()
+                && !self.pools.contains_key(pool)
+                && Accelerator::parse(pool).is_err()
+            {
+                let mut err = InputError::new(
+                    at(format!("inputs.forecasts[{i}].pool")),
+                    format!("unknown pool `{pool}`"),
+                );
+                if let Some(s) = did_you_mean(pool, self.pools.keys().map(String::as_str)) {
+                    err = err.with_hint(format!("did you mean `{s}`?"));
+                }
+                return Err(err);
+            }
+        }
+        Ok(())
+    }
+
+    /// The planning horizon, with `now` as the default start.
+    pub fn horizon(&self, now: DateTime<Utc>) -> Horizon {
+        let start = self.planning.start.map(|t| t.0).unwrap_or_else(|| {
+            now.date_naive().and_hms_opt(0, 0, 0).map(|t| t.and_utc()).unwrap_or(now)
+        });
+        Horizon::new(start, self.planning.horizon)
+    }
+}
+
+/// Turns a toml/serde error into an [`InputError`] with line, column, key path and a
+/// did-you-mean hint for unknown keys.
+fn toml_error(text: &str, path: &Path, err: &toml::de::Error, field: Option<String>) -> InputError {
+    let mut loc = Location::file(path);
+    if let Some(span) = err.span() {
+        loc = loc.at_offset(text, span.start);
+    }
+    let message = err.message().trim().to_string();
+    let mut hint = None;
+    if let Some(rest) = message.strip_prefix("unknown field `") {
+        let key = rest.split('`').next().unwrap_or_default();
+        let expected: Vec<&str> = message
+            .split("expected ")
+            .nth(1)
+            .map(|s| s.split(['`', ',', ' ']).filter(|w| !w.is_empty() && *w != "one" && *w != "of" && *w != "or").collect())
+            .unwrap_or_default();
+        let parent = field.as_deref().filter(|f| !f.is_empty() && *f != ".");
+        let full = match parent {
+            Some(p) if p == key || p.ends_with(&format!(".{key}")) => p.to_string(),
+            Some(p) => format!("{p}.{key}"),
+            None => key.to_string(),
+        };
+        loc = loc.field(full.clone());
+        hint = did_you_mean(key, expected.iter().copied()).map(|s| format!("did you mean `{s}`?"));
+        let mut e = InputError::new(loc, format!("unknown key `{full}`"));
+        e.hint = hint.or_else(|| (!expected.is_empty()).then(|| format!("known keys here: {}", expected.join(", "))));
+        return e;
+    }
+    if let Some(f) = field.filter(|f| !f.is_empty() && f != ".") {
+        loc = loc.field(f);
+    }
+    let e = InputError::new(loc, message);
+    match hint {
+        Some(h) => e.with_hint(h),
+        None => e,
+    }
+}
+
+/// Reads and parses a config file.
+pub fn load(path: &Path) -> Result<Config, InputError> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        InputError::in_file(path, format!("cannot read the config: {e}"))
+            .with_hint("run `gpucap init` to create one, or pass `--config PATH`")
+    })?;
+    Config::parse(&text, path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Config, InputError> {
+        Config::parse(text, Path::new("gpucap.toml"))
+    }
+
+    #[test]
+    fn empty_config_has_documented_defaults() {
+        let c = parse("").unwrap();
+        assert_eq!(c.planning.horizon, Span::days(91));
+        assert_eq!(c.inputs.calendars, vec!["calendars/*"]);
+        assert_eq!(c.scenarios.len(), 3);
+        assert_eq!(c.output.dir, PathBuf::from("gpucap-out"));
+        assert_eq!(c.demand.buffer, 0.0);
+    }
+
+    #[test]
+    fn unknown_keys_name_their_path_line_and_a_suggestion() {
+        let err = parse("[planning]\nhorizon = \"2w\"\n\n[pools.h100]\nacclerator = \"h100\"\n").unwrap_err();
+        assert_eq!(err.location.field.as_deref(), Some("pools.h100.acclerator"), "{err}");
+        assert_eq!(err.location.line, Some(5), "{err}");
+        assert_eq!(err.hint.as_deref(), Some("did you mean `accelerator`?"));
+    }
+
+    #[test]
+    fn bad_values_name_the_field() {
+        let err = parse("[[scenarios]]\nname = \"a\"\nprobability = 0.5\n").unwrap_err();
+        assert!(err.message.contains("sum to 0.5"), "{err}");
+        let err = parse("[pools.x]\naccelerator = \"h10\"\n").unwrap_err();
+        assert!(err.to_string().contains("did you mean `h100`"), "{err}");
+        assert_eq!(err.location.line, Some(2), "{err}");
+        let err = parse("[planning]\nhorizon = \"soon\"\n").unwrap_err();
+        assert!(err.to_string().contains("not a duration"), "{err}");
+        let err = parse("[pools.x]\naccelerator = \"h100\"\nregions = [\"Mars\"]\n").unwrap_err();
+        assert_eq!(err.location.field.as_deref(), Some("pools.x.regions[0]"));
+    }
+
+    #[test]
+    fn toml_dates_and_strings_both_work_for_start() {
+        let a = parse("[planning]\nstart = 2027-01-04\n").unwrap();
+        let b = parse("[planning]\nstart = \"2027-01-04\"\n").unwrap();
+        assert_eq!(a.planning.start, b.planning.start);
+        let now = Utc::now();
+        assert_eq!(a.horizon(now).start.to_rfc3339(), "2027-01-04T00:00:00+00:00");
+    }
+}

@@ -1,0 +1,14 @@
+//! gpucap plans and provisions GPU capacity for ML training campaigns.
+//!
+//! Data flows one way: inputs ([`config`], [`calendar`], [`forecast`]) → [`demand`] →
+//! [`problem`] → solver → plan → gates → render / apply. The modules in the middle are pure;
+//! reading files happens at the edges ([`commands`]).
+
+pub mod cli;
+pub mod commands;
+pub mod config;
+pub mod diagnostic;
+pub mod problem;
+pub mod timespec;
+
+pub use gpucap_provider::accelerator::{self, Accelerator};

@@ -1,0 +1,229 @@
+//! How people write times in gpucap inputs: dates, RFC 3339 timestamps and durations like
+//! `21d`, and the hour grid every plan is laid on.
+//!
+//! Planning happens in whole UTC hours (hour `t` of a horizon is `[start + t h, start + (t+1) h)`),
+//! so all inputs are converted to UTC here and rounded to the grid by one rule: a campaign
+//! occupies every hour it touches.
+
+use std::fmt;
+
+use chrono::{DateTime, Duration, NaiveDate, NaiveDateTime, TimeZone, Timelike, Utc};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// Parses `2027-02-01` (00:00 UTC), `2027-02-01T09:00:00Z`, `2027-02-01T09:00:00+02:00`
+/// (converted to UTC) or `2027-02-01 09:00` (UTC).
+pub fn parse_timestamp(s: &str) -> Result<DateTime<Utc>, String> {
+    let s = s.trim();
+    if let Ok(t) = DateTime::parse_from_rfc3339(s) {
+        return Ok(t.with_timezone(&Utc));
+    }
+    if let Ok(d) = NaiveDate::parse_from_str(s, "%Y-%m-%d") {
+        return Ok(Utc.from_utc_datetime(&d.and_hms_opt(0, 0, 0).unwrap_or_default()));
+    }
+    for fmt in ["%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M"] {
+        if let Ok(t) = NaiveDateTime::parse_from_str(s, fmt) {
+            return Ok(Utc.from_utc_datetime(&t));
+        }
+    }
+    Err(format!(
+        "`{s}` is not a date or timestamp; expected `YYYY-MM-DD` or RFC 3339 like `2027-02-01T09:00:00Z`"
+    ))
+}
+
+/// A length of time written as a number and a unit: `36h`, `21d`, `2w`, `1y` (365 days).
+/// Several parts add up: `1w2d`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Span {
+    hours: i64,
+}
+
+impl Span {
+    pub const fn hours(hours: i64) -> Self {
+        Span { hours }
+    }
+
+    pub const fn days(days: i64) -> Self {
+        Span { hours: days * 24 }
+    }
+
+    pub fn as_hours(self) -> i64 {
+        self.hours
+    }
+
+    pub fn as_duration(self) -> Duration {
+        Duration::hours(self.hours)
+    }
+
+    pub fn parse(s: &str) -> Result<Self, String> {
+        let text = s.trim();
+        let bad = || {
+            format!("`{s}` is not a duration; expected a number and a unit, like `36h`, `21d`, `2w` or `1y`")
+        };
+        if text.is_empty() {
+            return Err(bad());
+        }
+        let mut hours: i64 = 0;
+        let mut rest = text;
+        while !rest.is_empty() {
+            let digits = rest.find(|c: char| !c.is_ascii_digit()).ok_or_else(bad)?;
+            if digits == 0 {
+                return Err(bad());
+            }
+            let n: i64 = rest[..digits].parse().map_err(|_| bad())?;
+            rest = rest[digits..].trim_start();
+            let unit_len = rest.find(|c: char| c.is_ascii_digit()).unwrap_or(rest.len());
+            let per = match rest[..unit_len].trim() {
+                "h" | "hr" | "hrs" | "hour" | "hours" => 1,
+                "d" | "day" | "days" => 24,
+                "w" | "wk" | "week" | "weeks" => 24 * 7,
+                "y" | "yr" | "year" | "years" => 24 * 365,
+                _ => return Err(bad()),
+            };
+            hours = n.checked_mul(per).and_then(|h| h.checked_add(hours)).ok_or_else(bad)?;
+            rest = &rest[unit_len..];
+        }
+        Ok(Span { hours })
+    }
+}
+
+impl fmt::Display for Span {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let h = self.hours;
+        if h != 0 && h % (24 * 7) == 0 {
+            write!(f, "{}w", h / (24 * 7))
+        } else if h != 0 && h % 24 == 0 {
+            write!(f, "{}d", h / 24)
+        } else {
+            write!(f, "{h}h")
+        }
+    }
+}
+
+impl Serialize for Span {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Span {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        Span::parse(&s).map_err(serde::de::Error::custom)
+    }
+}
+
+/// A point in time as written in a config or calendar (see [`parse_timestamp`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Timestamp(pub DateTime<Utc>);
+
+impl<'de> Deserialize<'de> for Timestamp {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        // TOML has a native datetime type; YAML gives strings. Accept both.
+        let value = toml::Value::deserialize(d)?;
+        let text = match value {
+            toml::Value::String(s) => s,
+            toml::Value::Datetime(dt) => dt.to_string(),
+            other => {
+                return Err(serde::de::Error::custom(format!(
+                    "expected a date or timestamp, found {}",
+                    other.type_str()
+                )));
+            }
+        };
+        parse_timestamp(&text).map(Timestamp).map_err(serde::de::Error::custom)
+    }
+}
+
+/// The hour grid of a plan: `hours` whole UTC hours from `start`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Horizon {
+    pub start: DateTime<Utc>,
+    pub hours: u32,
+}
+
+impl Horizon {
+    /// A horizon starting at `start` rounded down to the hour.
+    pub fn new(start: DateTime<Utc>, span: Span) -> Self {
+        let start = floor_hour(start);
+        let hours = span.as_hours().clamp(1, u32::MAX as i64) as u32;
+        Horizon { start, hours }
+    }
+
+    pub fn end(&self) -> DateTime<Utc> {
+        self.start + Duration::hours(self.hours as i64)
+    }
+
+    /// Hour index of the hour containing `t` (may be negative or past the end).
+    pub fn hour_floor(&self, t: DateTime<Utc>) -> i64 {
+        (t - self.start).num_seconds().div_euclid(3600)
+    }
+
+    /// Index of the first hour starting at or after `t`.
+    pub fn hour_ceil(&self, t: DateTime<Utc>) -> i64 {
+        let secs = (t - self.start).num_seconds();
+        secs.div_euclid(3600) + i64::from(secs.rem_euclid(3600) != 0)
+    }
+
+    /// The hours `[from, to)` touched by the interval `[a, b)`, clipped to the horizon; `None`
+    /// when nothing of it falls inside.
+    pub fn clip(&self, a: DateTime<Utc>, b: DateTime<Utc>) -> Option<(u32, u32)> {
+        let from = self.hour_floor(a).max(0);
+        let to = self.hour_ceil(b).min(self.hours as i64);
+        (from < to).then(|| (from as u32, to as u32))
+    }
+
+    pub fn time_of(&self, hour: u32) -> DateTime<Utc> {
+        self.start + Duration::hours(hour as i64)
+    }
+}
+
+pub fn floor_hour(t: DateTime<Utc>) -> DateTime<Utc> {
+    t.with_nanosecond(0)
+        .and_then(|t| t.with_second(0))
+        .and_then(|t| t.with_minute(0))
+        .unwrap_or(t)
+}
+
+/// RFC 3339 with a `Z`, as every gpucap document writes times.
+pub fn rfc3339(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(Span::parse("21d").unwrap().as_hours(), 504);
+        assert_eq!(Span::parse("2w").unwrap().as_hours(), 336);
+        assert_eq!(Span::parse("36h").unwrap().as_hours(), 36);
+        assert_eq!(Span::parse("1w2d").unwrap().as_hours(), 216);
+        assert_eq!(Span::parse("1y").unwrap().as_hours(), 8760);
+        for bad in ["", "d", "3", "3x", "-2d", "99999999999999999999d"] {
+            assert!(Span::parse(bad).is_err(), "{bad}");
+        }
+        assert_eq!(Span::hours(336).to_string(), "2w");
+        assert_eq!(Span::hours(48).to_string(), "2d");
+        assert_eq!(Span::hours(5).to_string(), "5h");
+    }
+
+    #[test]
+    fn timestamps_convert_to_utc() {
+        let t = parse_timestamp("2027-03-01T09:30:00+02:00").unwrap();
+        assert_eq!(rfc3339(t), "2027-03-01T07:30:00Z");
+        assert_eq!(rfc3339(parse_timestamp("2027-03-01").unwrap()), "2027-03-01T00:00:00Z");
+        assert!(parse_timestamp("2027-02-30").is_err());
+        assert!(parse_timestamp("tomorrow").is_err());
+    }
+
+    #[test]
+    fn clipping_touches_every_partial_hour() {
+        let h = Horizon::new(parse_timestamp("2027-01-01").unwrap(), Span::days(2));
+        let at = |s| parse_timestamp(s).unwrap();
+        assert_eq!(h.clip(at("2027-01-01T01:30:00Z"), at("2027-01-01T03:10:00Z")), Some((1, 4)));
+        assert_eq!(h.clip(at("2026-12-31"), at("2027-01-01T02:00:00Z")), Some((0, 2)));
+        assert_eq!(h.clip(at("2027-01-05"), at("2027-01-06")), None);
+        assert_eq!(h.clip(at("2027-01-02"), at("2027-01-09")), Some((24, 48)));
+    }
+}
