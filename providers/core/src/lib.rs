@@ -10,3 +10,6 @@ pub use accelerator::{Accelerator, UnknownAccelerator};
 pub mod cloud;
 
 pub use cloud::Cloud;
+pub mod offer;
+
+pub use offer::{Offer, PurchaseKind, Source, SourceKind};
