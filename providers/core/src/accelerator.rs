@@ -36,9 +36,27 @@ pub struct AcceleratorSpec {
 
 /// Every accelerator gpucap knows. Order is the order of `gpucap prices` listings.
 pub const CATALOG: &[AcceleratorSpec] = &[
-    spec("b300", "NVIDIA B300", Vendor::Nvidia, 288, &["b300-288gb", "blackwell-ultra"]),
-    spec("b200", "NVIDIA B200", Vendor::Nvidia, 180, &["b200-180gb", "b200-192gb"]),
-    spec("h200", "NVIDIA H200 141GB", Vendor::Nvidia, 141, &["h200-141gb"]),
+    spec(
+        "b300",
+        "NVIDIA B300",
+        Vendor::Nvidia,
+        288,
+        &["b300-288gb", "blackwell-ultra"],
+    ),
+    spec(
+        "b200",
+        "NVIDIA B200",
+        Vendor::Nvidia,
+        180,
+        &["b200-180gb", "b200-192gb"],
+    ),
+    spec(
+        "h200",
+        "NVIDIA H200 141GB",
+        Vendor::Nvidia,
+        141,
+        &["h200-141gb"],
+    ),
     spec(
         "h100",
         "NVIDIA H100 80GB",
@@ -53,19 +71,55 @@ pub const CATALOG: &[AcceleratorSpec] = &[
         80,
         &["a100-80g", "a100-sxm4-80gb", "a100-80gb-sxm"],
     ),
-    spec("a100", "NVIDIA A100 40GB", Vendor::Nvidia, 40, &["a100-40gb", "a100-40g", "a100-sxm4-40gb"]),
+    spec(
+        "a100",
+        "NVIDIA A100 40GB",
+        Vendor::Nvidia,
+        40,
+        &["a100-40gb", "a100-40g", "a100-sxm4-40gb"],
+    ),
     spec("l40s", "NVIDIA L40S", Vendor::Nvidia, 48, &["l40s-48gb"]),
     spec("l4", "NVIDIA L4", Vendor::Nvidia, 24, &["l4-24gb"]),
     spec("a10g", "NVIDIA A10G", Vendor::Nvidia, 24, &["a10g-24gb"]),
     spec("a10", "NVIDIA A10", Vendor::Nvidia, 24, &["a10-24gb"]),
-    spec("v100-32gb", "NVIDIA V100 32GB", Vendor::Nvidia, 32, &["v100-32g"]),
-    spec("v100", "NVIDIA V100 16GB", Vendor::Nvidia, 16, &["v100-16gb"]),
+    spec(
+        "v100-32gb",
+        "NVIDIA V100 32GB",
+        Vendor::Nvidia,
+        32,
+        &["v100-32g"],
+    ),
+    spec(
+        "v100",
+        "NVIDIA V100 16GB",
+        Vendor::Nvidia,
+        16,
+        &["v100-16gb"],
+    ),
     spec("t4", "NVIDIA T4", Vendor::Nvidia, 16, &["t4-16gb"]),
-    spec("mi300x", "AMD Instinct MI300X", Vendor::Amd, 192, &["instinct-mi300x"]),
-    spec("trainium", "AWS Trainium", Vendor::Aws, 32, &["trainium1", "trn1"]),
+    spec(
+        "mi300x",
+        "AMD Instinct MI300X",
+        Vendor::Amd,
+        192,
+        &["instinct-mi300x"],
+    ),
+    spec(
+        "trainium",
+        "AWS Trainium",
+        Vendor::Aws,
+        32,
+        &["trainium1", "trn1"],
+    ),
     spec("trainium2", "AWS Trainium2", Vendor::Aws, 96, &["trn2"]),
     spec("tpu-v5p", "Google TPU v5p", Vendor::Google, 95, &["v5p"]),
-    spec("tpu-v6e", "Google TPU v6e", Vendor::Google, 32, &["v6e", "trillium"]),
+    spec(
+        "tpu-v6e",
+        "Google TPU v6e",
+        Vendor::Google,
+        32,
+        &["v6e", "trillium"],
+    ),
 ];
 
 const fn spec(
@@ -75,7 +129,13 @@ const fn spec(
     memory_gb: u32,
     aliases: &'static [&'static str],
 ) -> AcceleratorSpec {
-    AcceleratorSpec { name, display, vendor, memory_gb, aliases }
+    AcceleratorSpec {
+        name,
+        display,
+        vendor,
+        memory_gb,
+        aliases,
+    }
 }
 
 /// A canonical accelerator: a cheap handle into [`CATALOG`].
@@ -98,7 +158,10 @@ impl Accelerator {
             .iter()
             .position(|s| s.name == key || s.aliases.contains(&key.as_str()))
             .map(|i| Accelerator(i as u8))
-            .ok_or_else(|| UnknownAccelerator { name: name.to_string(), suggestion: closest(&key) })
+            .ok_or_else(|| UnknownAccelerator {
+                name: name.to_string(),
+                suggestion: closest(&key),
+            })
     }
 
     /// Every accelerator in the catalog.
@@ -119,7 +182,9 @@ impl Accelerator {
 /// suffixes that never distinguish two accelerators (`NVIDIA Tesla A100 80GB PCIe` →
 /// `a100-80gb`).
 pub fn normalise(name: &str) -> String {
-    const NOISE: &[&str] = &["nvidia", "tesla", "amd", "aws", "google", "gpu", "pcie", "nvl", "hbm3", "hbm3e", "sxm5"];
+    const NOISE: &[&str] = &[
+        "nvidia", "tesla", "amd", "aws", "google", "gpu", "pcie", "nvl", "hbm3", "hbm3e", "sxm5",
+    ];
     let lower = name.to_ascii_lowercase();
     let words: Vec<&str> = lower
         .split(|c: char| !c.is_ascii_alphanumeric())
@@ -131,7 +196,11 @@ pub fn normalise(name: &str) -> String {
 fn closest(key: &str) -> Option<&'static str> {
     CATALOG
         .iter()
-        .flat_map(|s| std::iter::once(s.name).chain(s.aliases.iter().copied()).map(move |a| (s.name, a)))
+        .flat_map(|s| {
+            std::iter::once(s.name)
+                .chain(s.aliases.iter().copied())
+                .map(move |a| (s.name, a))
+        })
         .map(|(name, alias)| (name, strsim::damerau_levenshtein(key, alias)))
         .filter(|&(_, d)| d <= 2.max(key.len() / 3))
         .min_by_key(|&(_, d)| d)
@@ -176,20 +245,36 @@ mod tests {
 
     #[test]
     fn aliases_resolve_to_one_canonical_name() {
-        for name in ["H100", "h100-80gb", "NVIDIA H100 80GB HBM3", "nvidia-h100-80gb", "H100-MEGA"] {
+        for name in [
+            "H100",
+            "h100-80gb",
+            "NVIDIA H100 80GB HBM3",
+            "nvidia-h100-80gb",
+            "H100-MEGA",
+        ] {
             assert_eq!(Accelerator::parse(name).unwrap().name(), "h100", "{name}");
         }
         for name in ["A100-80GB", "nvidia-a100-80gb", "NVIDIA A100 80GB PCIe"] {
-            assert_eq!(Accelerator::parse(name).unwrap().name(), "a100-80gb", "{name}");
+            assert_eq!(
+                Accelerator::parse(name).unwrap().name(),
+                "a100-80gb",
+                "{name}"
+            );
         }
-        assert_eq!(Accelerator::parse("nvidia-tesla-a100").unwrap().name(), "a100");
+        assert_eq!(
+            Accelerator::parse("nvidia-tesla-a100").unwrap().name(),
+            "a100"
+        );
         assert_eq!(Accelerator::parse("Trainium2").unwrap().name(), "trainium2");
     }
 
     #[test]
     fn unknown_names_suggest_the_closest() {
         let err = Accelerator::parse("h10").unwrap_err();
-        assert_eq!(err.to_string(), "unknown accelerator `h10`; did you mean `h100`?");
+        assert_eq!(
+            err.to_string(),
+            "unknown accelerator `h10`; did you mean `h100`?"
+        );
         let err = Accelerator::parse("quantum-annealer").unwrap_err();
         assert_eq!(err.suggestion, None);
     }

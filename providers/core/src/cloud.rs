@@ -38,7 +38,12 @@ impl Cloud {
                 Some(Cloud::Gcp)
             }
             // azure: eastus, westeurope, eastus2, southcentralus
-            1 if region.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit()) => Some(Cloud::Azure),
+            1 if region
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit()) =>
+            {
+                Some(Cloud::Azure)
+            }
             _ => None,
         }
     }
@@ -57,7 +62,9 @@ impl std::str::FromStr for Cloud {
             "aws" => Ok(Cloud::Aws),
             "gcp" | "google" => Ok(Cloud::Gcp),
             "azure" => Ok(Cloud::Azure),
-            _ => Err(format!("unknown cloud `{s}`; expected `aws`, `gcp` or `azure`")),
+            _ => Err(format!(
+                "unknown cloud `{s}`; expected `aws`, `gcp` or `azure`"
+            )),
         }
     }
 }

@@ -1,8 +1,11 @@
 //! What a gpucap provider is, independent of the CLI: the accelerator catalog that every
-//! cloud's names are normalised to, and (as providers land) offers, quotes and their errors.
+//! cloud's names are normalised to, the offer model, the [`Provider`] interface with its
+//! classified errors and shared retry policy, and the offline price sources every provider
+//! falls back to (the on-disk quote cache, the built-in snapshot, SkyPilot catalog imports).
 //!
 //! Provider crates (`gpucap-aws`, `gpucap-gcp`, `gpucap-azure`) depend on this crate, never on
-//! the `gpucap` binary, so that the heavy cloud SDKs stay out of the engine's build.
+//! the `gpucap` binary, so that the heavy cloud SDKs stay out of the engine's build. The
+//! contract they implement is documented in [`provider`].
 
 pub mod accelerator;
 
@@ -13,3 +16,15 @@ pub use cloud::Cloud;
 pub mod offer;
 
 pub use offer::{Offer, PurchaseKind, Source, SourceKind};
+pub mod error;
+pub mod instance_types;
+pub mod provider;
+pub mod retry;
+pub mod validate;
+
+pub use error::{ErrorKind, ProviderError};
+pub use provider::{
+    Action, BoxFuture, Clock, CollectingReporter, Issue, Problem, Provider, Query, Readiness,
+    Reporter, SystemClock,
+};
+pub use retry::RetryPolicy;
