@@ -21,9 +21,9 @@ locals {
   })
 
   lookup_offering = var.capacity_block_offering_id == null
-  offering        = local.lookup_offering ? data.aws_ec2_capacity_block_offering.this[0] : null
-  offering_id     = local.lookup_offering ? local.offering.capacity_block_offering_id : var.capacity_block_offering_id
-  upfront_fee     = local.lookup_offering ? tonumber(local.offering.upfront_fee) : null
+  offering        = one(data.aws_ec2_capacity_block_offering.this)
+  offering_id     = local.lookup_offering ? try(local.offering.capacity_block_offering_id, null) : var.capacity_block_offering_id
+  upfront_fee     = local.lookup_offering ? try(tonumber(local.offering.upfront_fee), null) : null
 }
 
 # Offerings are first come, first served and change minute by minute, which is why the lookup
@@ -53,7 +53,7 @@ resource "aws_ec2_capacity_block_reservation" "this" {
     ignore_changes = [capacity_block_offering_id]
 
     precondition {
-      condition     = local.upfront_fee == null || local.upfront_fee <= var.max_upfront_fee_usd
+      condition     = !local.lookup_offering || (local.upfront_fee != null && local.upfront_fee <= var.max_upfront_fee_usd)
       error_message = "The capacity block offering found now costs more than the approved plan allows (max_upfront_fee_usd); re-run `gpucap plan` to re-price."
     }
 

@@ -45,12 +45,12 @@ output "uses_spot" {
 
 output "scale_out_at" {
   description = "When the block start schedule scales the group out (RFC 3339), or null."
-  value       = local.schedule_block ? aws_autoscaling_schedule.block_start[0].start_time : null
+  value       = one(aws_autoscaling_schedule.block_start[*].start_time)
 }
 
 output "scale_in_at" {
   description = "When the block end schedule scales the group in to zero (RFC 3339), or null."
-  value       = local.schedule_block ? aws_autoscaling_schedule.block_end[0].start_time : null
+  value       = one(aws_autoscaling_schedule.block_end[*].start_time)
 }
 
 output "plan_id" {
