@@ -252,30 +252,41 @@ mod tests {
             "nvidia-h100-80gb",
             "H100-MEGA",
         ] {
-            assert_eq!(Accelerator::parse(name).unwrap().name(), "h100", "{name}");
+            assert_eq!(
+                Accelerator::parse(name).expect("known accelerator").name(),
+                "h100",
+                "{name}"
+            );
         }
         for name in ["A100-80GB", "nvidia-a100-80gb", "NVIDIA A100 80GB PCIe"] {
             assert_eq!(
-                Accelerator::parse(name).unwrap().name(),
+                Accelerator::parse(name).expect("known accelerator").name(),
                 "a100-80gb",
                 "{name}"
             );
         }
         assert_eq!(
-            Accelerator::parse("nvidia-tesla-a100").unwrap().name(),
+            Accelerator::parse("nvidia-tesla-a100")
+                .expect("known accelerator")
+                .name(),
             "a100"
         );
-        assert_eq!(Accelerator::parse("Trainium2").unwrap().name(), "trainium2");
+        assert_eq!(
+            Accelerator::parse("Trainium2")
+                .expect("known accelerator")
+                .name(),
+            "trainium2"
+        );
     }
 
     #[test]
     fn unknown_names_suggest_the_closest() {
-        let err = Accelerator::parse("h10").unwrap_err();
+        let err = Accelerator::parse("h10").expect_err("unknown accelerator");
         assert_eq!(
             err.to_string(),
             "unknown accelerator `h10`; did you mean `h100`?"
         );
-        let err = Accelerator::parse("quantum-annealer").unwrap_err();
+        let err = Accelerator::parse("quantum-annealer").expect_err("unknown accelerator");
         assert_eq!(err.suggestion, None);
     }
 
