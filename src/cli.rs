@@ -50,7 +50,13 @@ pub struct Cli {
 #[derive(Debug, Args)]
 pub struct GlobalArgs {
     /// The project configuration.
-    #[arg(short = 'c', long, global = true, default_value = "gpucap.toml", env = "GPUCAP_CONFIG")]
+    #[arg(
+        short = 'c',
+        long,
+        global = true,
+        default_value = "gpucap.toml",
+        env = "GPUCAP_CONFIG"
+    )]
     pub config: PathBuf,
     /// More logging on stderr (-v: debug, -vv: trace). `RUST_LOG` overrides.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
@@ -84,6 +90,8 @@ pub enum Format {
 pub enum Command {
     /// Write a commented gpucap.toml (and example inputs) into a directory.
     Init(commands::init::InitArgs),
+    /// Show the demand curve built from calendars and forecasts.
+    Demand(commands::demand::DemandArgs),
 }
 
 pub fn main() -> ExitCode {
@@ -91,6 +99,7 @@ pub fn main() -> ExitCode {
     init_logging(&cli.global);
     let result = match cli.command {
         Command::Init(args) => commands::init::run(&cli.global, args),
+        Command::Demand(args) => commands::demand::run(&cli.global, args),
     };
     match result {
         Ok(Outcome(code)) => ExitCode::from(code),
@@ -108,7 +117,11 @@ fn report(err: &anyhow::Error) -> ExitCode {
     if let Some(hint) = input.and_then(|e| e.hint.as_deref()) {
         eprintln!("hint: {hint}");
     }
-    ExitCode::from(if input.is_some() { exit::INVALID_INPUT } else { exit::ERROR })
+    ExitCode::from(if input.is_some() {
+        exit::INVALID_INPUT
+    } else {
+        exit::ERROR
+    })
 }
 
 fn init_logging(global: &GlobalArgs) {
@@ -124,7 +137,9 @@ fn init_logging(global: &GlobalArgs) {
     let ansi = match global.color {
         ColorChoice::Always => true,
         ColorChoice::Never => false,
-        ColorChoice::Auto => std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
+        ColorChoice::Auto => {
+            std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none()
+        }
     };
     tracing_subscriber::fmt()
         .with_env_filter(filter)
@@ -140,6 +155,8 @@ pub fn stdout_color(choice: ColorChoice) -> bool {
     match choice {
         ColorChoice::Always => true,
         ColorChoice::Never => false,
-        ColorChoice::Auto => std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
+        ColorChoice::Auto => {
+            std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none()
+        }
     }
 }

@@ -58,7 +58,10 @@ pub struct Planning {
 
 impl Default for Planning {
     fn default() -> Self {
-        Planning { start: None, horizon: default_horizon() }
+        Planning {
+            start: None,
+            horizon: default_horizon(),
+        }
     }
 }
 
@@ -80,7 +83,10 @@ pub struct Inputs {
 
 impl Default for Inputs {
     fn default() -> Self {
-        Inputs { calendars: default_calendars(), forecasts: Vec::new() }
+        Inputs {
+            calendars: default_calendars(),
+            forecasts: Vec::new(),
+        }
     }
 }
 
@@ -244,7 +250,9 @@ pub struct Output {
 
 impl Default for Output {
     fn default() -> Self {
-        Output { dir: default_output_dir() }
+        Output {
+            dir: default_output_dir(),
+        }
     }
 }
 
@@ -255,7 +263,8 @@ fn default_output_dir() -> PathBuf {
 impl Config {
     /// Parses and validates the text of a `gpucap.toml`. `path` is only used in messages.
     pub fn parse(text: &str, path: &Path) -> Result<Config, InputError> {
-        let de = toml::de::Deserializer::parse(text).map_err(|e| toml_error(text, path, &e, None))?;
+        let de =
+            toml::de::Deserializer::parse(text).map_err(|e| toml_error(text, path, &e, None))?;
         let config: Config = serde_path_to_error::deserialize(de).map_err(|e| {
             let field = e.path().to_string();
             toml_error(text, path, e.inner(), Some(field))
@@ -268,7 +277,10 @@ impl Config {
         let at = |field: String| Location::file(path).field(field);
         let total: f64 = self.scenarios.iter().map(|s| s.probability).sum();
         if self.scenarios.is_empty() {
-            return Err(InputError::new(at("scenarios".into()), "at least one scenario is needed"));
+            return Err(InputError::new(
+                at("scenarios".into()),
+                "at least one scenario is needed",
+            ));
         }
         let mut names = std::collections::HashSet::new();
         for (i, s) in self.scenarios.iter().enumerate() {
@@ -285,7 +297,10 @@ impl Config {
                 ));
             }
             if s.slip.as_hours() < 0 {
-                return Err(InputError::new(at(format!("scenarios[{i}].slip")), "slip cannot be negative"));
+                return Err(InputError::new(
+                    at(format!("scenarios[{i}].slip")),
+                    "slip cannot be negative",
+                ));
             }
             if s.name.trim().is_empty() || !names.insert(s.name.as_str()) {
                 return Err(InputError::new(
@@ -304,7 +319,10 @@ impl Config {
         if !(self.demand.buffer.is_finite() && (0.0..=10.0).contains(&self.demand.buffer)) {
             return Err(InputError::new(
                 at("demand.buffer".into()),
-                format!("buffer must be a fraction between 0 and 10, found {}", self.demand.buffer),
+                format!(
+                    "buffer must be a fraction between 0 and 10, found {}",
+                    self.demand.buffer
+                ),
             ));
         }
         if self.planning.horizon.as_hours() <= 0 || self.planning.horizon.as_hours() > 105_120 {
@@ -314,7 +332,11 @@ impl Config {
             ));
         }
         for (id, pool) in &self.pools {
-            if id.is_empty() || !id.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) {
+            if id.is_empty()
+                || !id
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+            {
                 return Err(InputError::new(
                     at(format!("pools.{id}")),
                     "pool ids use letters, digits, `-`, `_` and `.` only",
@@ -326,12 +348,16 @@ impl Config {
                         at(format!("pools.{id}.regions[{i}]")),
                         format!("`{region}` is not a region name of AWS, GCP or Azure"),
                     )
-                    .with_hint("use API region names like `us-east-1`, `us-central1` or `eastus`"));
+                    .with_hint(
+                        "use API region names like `us-east-1`, `us-central1` or `eastus`",
+                    ));
                 };
                 if !pool.clouds.is_empty() && !pool.clouds.contains(&cloud) {
                     return Err(InputError::new(
                         at(format!("pools.{id}.regions[{i}]")),
-                        format!("region `{region}` is in {cloud}, which is not in this pool's `clouds`"),
+                        format!(
+                            "region `{region}` is in {cloud}, which is not in this pool's `clouds`"
+                        ),
                     ));
                 }
             }
@@ -358,7 +384,10 @@ impl Config {
     /// The planning horizon, with `now` as the default start.
     pub fn horizon(&self, now: DateTime<Utc>) -> Horizon {
         let start = self.planning.start.map(|t| t.0).unwrap_or_else(|| {
-            now.date_naive().and_hms_opt(0, 0, 0).map(|t| t.and_utc()).unwrap_or(now)
+            now.date_naive()
+                .and_hms_opt(0, 0, 0)
+                .map(|t| t.and_utc())
+                .unwrap_or(now)
         });
         Horizon::new(start, self.planning.horizon)
     }
@@ -378,7 +407,11 @@ fn toml_error(text: &str, path: &Path, err: &toml::de::Error, field: Option<Stri
         let expected: Vec<&str> = message
             .split("expected ")
             .nth(1)
-            .map(|s| s.split(['`', ',', ' ']).filter(|w| !w.is_empty() && *w != "one" && *w != "of" && *w != "or").collect())
+            .map(|s| {
+                s.split(['`', ',', ' '])
+                    .filter(|w| !w.is_empty() && *w != "one" && *w != "of" && *w != "or")
+                    .collect()
+            })
             .unwrap_or_default();
         let parent = field.as_deref().filter(|f| !f.is_empty() && *f != ".");
         let full = match parent {
@@ -389,7 +422,9 @@ fn toml_error(text: &str, path: &Path, err: &toml::de::Error, field: Option<Stri
         loc = loc.field(full.clone());
         hint = did_you_mean(key, expected.iter().copied()).map(|s| format!("did you mean `{s}`?"));
         let mut e = InputError::new(loc, format!("unknown key `{full}`"));
-        e.hint = hint.or_else(|| (!expected.is_empty()).then(|| format!("known keys here: {}", expected.join(", "))));
+        e.hint = hint.or_else(|| {
+            (!expected.is_empty()).then(|| format!("known keys here: {}", expected.join(", ")))
+        });
         return e;
     }
     if let Some(f) = field.filter(|f| !f.is_empty() && f != ".") {
@@ -431,8 +466,13 @@ mod tests {
 
     #[test]
     fn unknown_keys_name_their_path_line_and_a_suggestion() {
-        let err = parse("[planning]\nhorizon = \"2w\"\n\n[pools.h100]\nacclerator = \"h100\"\n").unwrap_err();
-        assert_eq!(err.location.field.as_deref(), Some("pools.h100.acclerator"), "{err}");
+        let err = parse("[planning]\nhorizon = \"2w\"\n\n[pools.h100]\nacclerator = \"h100\"\n")
+            .unwrap_err();
+        assert_eq!(
+            err.location.field.as_deref(),
+            Some("pools.h100.acclerator"),
+            "{err}"
+        );
         assert_eq!(err.location.line, Some(5), "{err}");
         assert_eq!(err.hint.as_deref(), Some("did you mean `accelerator`?"));
     }
@@ -456,6 +496,9 @@ mod tests {
         let b = parse("[planning]\nstart = \"2027-01-04\"\n").unwrap();
         assert_eq!(a.planning.start, b.planning.start);
         let now = Utc::now();
-        assert_eq!(a.horizon(now).start.to_rfc3339(), "2027-01-04T00:00:00+00:00");
+        assert_eq!(
+            a.horizon(now).start.to_rfc3339(),
+            "2027-01-04T00:00:00+00:00"
+        );
     }
 }

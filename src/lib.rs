@@ -4,11 +4,15 @@
 //! [`problem`] → solver → plan → gates → render / apply. The modules in the middle are pure;
 //! reading files happens at the edges ([`commands`]).
 
+pub mod calendar;
 pub mod cli;
 pub mod commands;
 pub mod config;
+pub mod demand;
 pub mod diagnostic;
+pub mod forecast;
 pub mod problem;
+pub mod render;
 pub mod timespec;
 
 pub use gpucap_provider::accelerator::{self, Accelerator};

@@ -1,4 +1,6 @@
 //! One module per subcommand: each resolves its settings from arguments and the config file,
 //! does the I/O at the edges, and calls the pure library code in between.
 
+pub mod demand;
 pub mod init;
+pub mod project;

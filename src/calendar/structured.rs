@@ -1,0 +1,204 @@
+//! YAML and TOML calendars: a document with a list `campaigns`, one mapping per campaign.
+//!
+//! The parsers know where each value is, so syntax and type errors carry the parser's line and
+//! column; rules that span fields (end before start) are located by [`super::locate_field`].
+
+use std::path::Path;
+
+use serde::Deserialize;
+
+use super::{Campaign, RawCampaign, campaign_error, unknown_key_hint};
+use crate::diagnostic::{InputError, Location};
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CalendarFile {
+    campaigns: Vec<RawCampaign>,
+}
+
+pub(super) fn parse_yaml(text: &str, path: &Path) -> Result<Vec<Campaign>, InputError> {
+    let de = serde_yaml_ng::Deserializer::from_str(text);
+    let file: CalendarFile = serde_path_to_error::deserialize(de).map_err(|e| {
+        let mut loc = Location::file(path);
+        let field = e.path().to_string();
+        // The YAML parser places errors in a campaign at the campaign's start; point at the
+        // field's own line when the path names one.
+        let field_line = field
+            .strip_prefix("campaigns[")
+            .and_then(|rest| rest.split_once("]."))
+            .and_then(|(i, f)| Some((i.parse::<usize>().ok()?, f.split(['.', '[']).next()?)))
+            .and_then(|(i, f)| super::locate_indexed_field(text, i, f));
+        match (field_line, e.inner().location()) {
+            (Some(line), _) => loc = loc.line(line),
+            (None, Some(l)) => loc = loc.line(l.line()).column(l.column()),
+            (None, None) => {}
+        }
+        let message = e.inner().to_string();
+        let message = message.split(" at line ").next().unwrap_or(&message);
+        let message = message
+            .strip_prefix(&format!("{field}: "))
+            .unwrap_or(message);
+        let message = message
+            .split_once(": ")
+            .filter(|(p, _)| field.starts_with(p))
+            .map_or(message, |(_, m)| m);
+        serde_error(loc, &field, message.to_string())
+    })?;
+    validate(file, text, path)
+}
+
+pub(super) fn parse_toml(text: &str, path: &Path) -> Result<Vec<Campaign>, InputError> {
+    let to_error = |e: &toml::de::Error, field: String| {
+        let mut loc = Location::file(path);
+        if let Some(span) = e.span() {
+            loc = loc.at_offset(text, span.start);
+        }
+        serde_error(loc, &field, e.message().trim().to_string())
+    };
+    let de = toml::de::Deserializer::parse(text).map_err(|e| to_error(&e, String::new()))?;
+    let file: CalendarFile = serde_path_to_error::deserialize(de)
+        .map_err(|e| to_error(e.inner(), e.path().to_string()))?;
+    validate(file, text, path)
+}
+
+/// An error from the deserializer, with the field path and, for unknown keys, a suggestion.
+fn serde_error(mut loc: Location, field: &str, message: String) -> InputError {
+    if !field.is_empty() && field != "." {
+        loc = loc.field(field.to_string());
+    }
+    let hint = message
+        .strip_prefix("unknown field `")
+        .and_then(|rest| rest.split('`').next())
+        .and_then(unknown_key_hint)
+        .or_else(|| {
+            message
+                .starts_with("missing field `campaigns`")
+                .then(|| "a calendar is a list under `campaigns:`".to_string())
+        });
+    let e = InputError::new(loc, message);
+    match hint {
+        Some(h) => e.with_hint(h),
+        None => e,
+    }
+}
+
+fn validate(file: CalendarFile, text: &str, path: &Path) -> Result<Vec<Campaign>, InputError> {
+    file.campaigns
+        .into_iter()
+        .enumerate()
+        .map(|(i, raw)| {
+            let name = raw.name.clone();
+            let line = super::locate_field(text, &name, "name");
+            let mut source = Location::file(path);
+            if let Some(line) = line {
+                source = source.line(line);
+            }
+            raw.validate(source)
+                .map_err(|e| campaign_error(text, path, i, &name, e))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::calendar::Schedule;
+
+    const YAML: &str = "\
+campaigns:
+  - name: llm-pretrain-q1
+    accelerator: NVIDIA H100 80GB HBM3
+    gpus: 256
+    start: 2027-02-01
+    end: 2027-02-22
+    interruptible: false
+    priority: critical
+    regions: [us-east-1, us-central1]
+    buffer: 0.2
+    team: research
+  - name: sweep
+    accelerator: a100-80gb
+    gpu_hours: 2400
+    window: {start: 2027-03-01, end: 2027-03-11}
+    interruptible: true
+";
+
+    #[test]
+    fn reads_fixed_and_work_campaigns() {
+        let c = parse_yaml(YAML, Path::new("c.yaml")).unwrap();
+        assert_eq!(c.len(), 2);
+        assert_eq!(c[0].accelerator.name(), "h100");
+        assert_eq!(c[0].gpus, 256);
+        assert_eq!(c[0].regions, ["us-east-1", "us-central1"]);
+        assert_eq!(c[0].source.line, Some(2));
+        // 2400 GPU-hours over 240 hours: 10 GPUs.
+        assert_eq!(c[1].gpus, 10);
+        assert!(matches!(c[1].schedule, Schedule::Work { gpu_hours, .. } if gpu_hours == 2400.0));
+    }
+
+    #[test]
+    fn toml_calendars_read_the_same() {
+        let toml = "[[campaigns]]\nname = \"a\"\naccelerator = \"h100\"\ngpus = 8\nstart = 2027-02-01\nduration = \"3d\"\n";
+        let c = parse_toml(toml, Path::new("c.toml")).unwrap();
+        assert_eq!(
+            c[0].schedule.end() - c[0].schedule.start(),
+            chrono::Duration::hours(72)
+        );
+    }
+
+    fn err(yaml: &str) -> InputError {
+        parse_yaml(yaml, Path::new("c.yaml")).unwrap_err()
+    }
+
+    #[test]
+    fn errors_name_line_field_and_fix() {
+        let e = err("campaigns:\n  - name: a\n    accelerator: h10\n    gpus: 8\n");
+        assert_eq!(e.location.line, Some(3), "{e}");
+        assert_eq!(
+            e.location.field.as_deref(),
+            Some("campaigns[0].accelerator")
+        );
+        assert!(e.message.contains("did you mean `h100`"), "{e}");
+
+        let e = err(
+            "campaigns:\n  - name: a\n    accelerator: h100\n    gpus: 0\n    start: 2027-01-01\n    duration: 1d\n",
+        );
+        assert_eq!(e.location.line, Some(4), "{e}");
+        assert!(e.message.contains("positive"), "{e}");
+
+        let e = err(
+            "campaigns:\n  - name: a\n    accelerator: h100\n    gpus: 8\n    start: 2027-01-05\n    end: 2027-01-01\n",
+        );
+        assert_eq!(e.location.line, Some(6), "{e}");
+        assert_eq!(e.location.field.as_deref(), Some("campaigns[0].end"));
+        assert!(e.message.contains("ends"), "{e}");
+
+        let e = err("campaigns:\n  - name: a\n    acelerator: h100\n");
+        assert_eq!(
+            e.hint.as_deref(),
+            Some("did you mean `accelerator`?"),
+            "{e}"
+        );
+
+        let e = err("campaigns:\n  - name: a\n    accelerator: [h100\n");
+        assert!(e.location.line.is_some(), "syntax errors carry a line: {e}");
+
+        let e = err(
+            "campaigns:\n  - name: a\n    accelerator: h100\n    gpus: -4\n    start: 2027-01-01\n    end: 2027-01-02\n",
+        );
+        assert!(e.message.contains("-4"), "{e}");
+    }
+
+    #[test]
+    fn timestamps_with_offsets_become_utc() {
+        let c = parse_yaml(
+            "campaigns:\n  - name: a\n    accelerator: h100\n    gpus: 8\n    start: 2027-01-01T09:00:00+09:00\n    duration: 2h\n",
+            Path::new("c.yaml"),
+        )
+        .unwrap();
+        assert_eq!(
+            crate::timespec::rfc3339(c[0].schedule.start()),
+            "2027-01-01T00:00:00Z"
+        );
+    }
+}

@@ -1,0 +1,132 @@
+//! An infra repo as gpucap sees it: the config file, the calendars and forecasts it names, all
+//! read and checked. This is the input edge that `demand` (and later `plan`) share.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use chrono::{DateTime, Utc};
+
+use crate::calendar::{self, Campaign};
+use crate::config::{self, Config};
+use crate::demand::{self, DemandCurve, ForecastSource};
+use crate::diagnostic::{InputError, Location};
+use crate::forecast;
+use crate::timespec::Horizon;
+
+/// Calendar extensions picked up by glob patterns; other files in a calendars folder
+/// (READMEs, notes) are passed over.
+const CALENDAR_EXTENSIONS: &[&str] = &["yaml", "yml", "toml", "ics"];
+
+/// A loaded project.
+#[derive(Debug)]
+pub struct Project {
+    pub config_path: PathBuf,
+    /// The directory relative paths in the config are resolved against.
+    pub root: PathBuf,
+    pub config: Config,
+    pub horizon: Horizon,
+    pub calendar_files: Vec<PathBuf>,
+    pub campaigns: Vec<Campaign>,
+    pub forecasts: Vec<ForecastSource>,
+}
+
+impl Project {
+    /// Reads the config and every input it names. `now` is the default planning start.
+    pub fn load(config_path: &Path, now: DateTime<Utc>) -> anyhow::Result<Project> {
+        let config = config::load(config_path)?;
+        let root = config_path
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_default();
+        let horizon = config.horizon(now);
+        let calendar_files = calendar_files(&config, &root, config_path)?;
+        tracing::debug!(files = calendar_files.len(), "reading calendars");
+        let campaigns = calendar::load_all(&calendar_files, horizon.end())?;
+        let mut forecasts = Vec::new();
+        for f in &config.inputs.forecasts {
+            let path = root.join(&f.path);
+            for series in forecast::load(&path, f.pool.as_deref())? {
+                forecasts.push(ForecastSource {
+                    series,
+                    flex: f.flex,
+                    team: f.team.clone(),
+                });
+            }
+        }
+        Ok(Project {
+            config_path: config_path.to_path_buf(),
+            root,
+            config,
+            horizon,
+            calendar_files,
+            campaigns,
+            forecasts,
+        })
+    }
+
+    /// The demand curve of this project.
+    pub fn demand(&self) -> Result<DemandCurve, InputError> {
+        demand::build(&self.config, self.horizon, &self.campaigns, &self.forecasts)
+    }
+}
+
+/// Expands the config's calendar entries (paths or glob patterns) into files, sorted per entry
+/// so results do not depend on directory order.
+fn calendar_files(
+    config: &Config,
+    root: &Path,
+    config_path: &Path,
+) -> anyhow::Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    for (i, entry) in config.inputs.calendars.iter().enumerate() {
+        let at = || Location::file(config_path).field(format!("inputs.calendars[{i}]"));
+        let pattern = root.join(entry);
+        let is_glob = entry.contains(['*', '?', '[']);
+        if !is_glob {
+            if !pattern.is_file() {
+                return Err(InputError::new(
+                    at(),
+                    format!("calendar `{}` does not exist", pattern.display()),
+                )
+                .into());
+            }
+            files.push(pattern);
+            continue;
+        }
+        let text = pattern.to_string_lossy().into_owned();
+        let mut matched: Vec<PathBuf> = glob::glob(&text)
+            .map_err(|e| InputError::new(at(), format!("bad glob pattern `{entry}`: {e}")))?
+            .filter_map(Result::ok)
+            .filter(|p| p.is_file())
+            .filter(|p| {
+                p.extension()
+                    .and_then(|e| e.to_str())
+                    .is_some_and(|e| CALENDAR_EXTENSIONS.contains(&e.to_ascii_lowercase().as_str()))
+            })
+            .collect();
+        matched.sort();
+        if matched.is_empty() {
+            tracing::warn!("{}: `{entry}` matches no calendar files", at());
+        }
+        files.extend(matched);
+    }
+    files.dedup();
+    Ok(files)
+}
+
+/// Writes a file all at once: to a temporary sibling first, then renamed over the target, so a
+/// failure never leaves half a file.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create `{}`", dir.display()))?;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.tmp{}", std::process::id()));
+    std::fs::write(&tmp, bytes).with_context(|| format!("cannot write `{}`", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("cannot write `{}`", path.display()))
+}

@@ -1,0 +1,200 @@
+//! A stacked column chart in the terminal: GPUs over time, one glyph (and colour, when the
+//! terminal has it) per campaign, so `gpucap demand` shows the shape of a quarter at a glance.
+
+use std::fmt::Write;
+
+use owo_colors::{AnsiColors, OwoColorize};
+
+use super::stack::Stack;
+use crate::timespec::Horizon;
+
+/// Glyphs for bands when there is no colour; with colour every band is a full block.
+const GLYPHS: [char; 10] = ['█', '▓', '▒', '░', '#', '%', '@', '*', '+', '='];
+const COLORS: [AnsiColors; 10] = [
+    AnsiColors::Blue,
+    AnsiColors::Yellow,
+    AnsiColors::Green,
+    AnsiColors::Magenta,
+    AnsiColors::Cyan,
+    AnsiColors::Red,
+    AnsiColors::BrightBlue,
+    AnsiColors::BrightYellow,
+    AnsiColors::BrightGreen,
+    AnsiColors::BrightMagenta,
+];
+
+/// Chart size in character cells.
+#[derive(Debug, Clone, Copy)]
+pub struct Size {
+    pub width: usize,
+    pub height: usize,
+}
+
+impl Default for Size {
+    fn default() -> Self {
+        Size {
+            width: 72,
+            height: 12,
+        }
+    }
+}
+
+/// Renders `stack` over `horizon`. Each column stands for a run of hours and shows the stack at
+/// the busiest hour in it, so peaks are never averaged away.
+pub fn stacked_chart(stack: &Stack, horizon: &Horizon, size: Size, color: bool) -> String {
+    let hours = stack.hours as usize;
+    let width = size.width.clamp(1, hours.max(1));
+    let height = size.height.max(2);
+    let totals = stack.totals();
+    let peak = totals.iter().copied().max().unwrap_or(0);
+    let mut out = String::new();
+    if peak == 0 {
+        out.push_str("  (no demand in the horizon)\n");
+        return out;
+    }
+    // The busiest hour of each column.
+    let columns: Vec<usize> = (0..width)
+        .map(|c| {
+            let (a, b) = (
+                c * hours / width,
+                ((c + 1) * hours / width).max(c * hours / width + 1),
+            );
+            (a..b.min(hours))
+                .max_by_key(|&t| (totals[t], std::cmp::Reverse(t)))
+                .unwrap_or(a)
+        })
+        .collect();
+    let label_width = peak.to_string().len().max(1);
+    for row in 0..height {
+        // The value at the middle of this row of cells.
+        let level =
+            peak as f64 * (height - row) as f64 / height as f64 - peak as f64 / height as f64 / 2.0;
+        let axis = match row {
+            0 => format!("{peak:>label_width$} ┤"),
+            r if r == height / 2 => format!("{:>label_width$} ┤", peak / 2),
+            _ => format!("{:>label_width$} │", ""),
+        };
+        out.push_str(&axis);
+        for &t in &columns {
+            let mut below = 0.0;
+            let mut cell = ' '.to_string();
+            for (band, values) in stack.values.iter().enumerate() {
+                let top = below + values[t] as f64;
+                if level >= below && level < top {
+                    cell = glyph(band, color);
+                    break;
+                }
+                below = top;
+            }
+            out.push_str(&cell);
+        }
+        out.push('\n');
+    }
+    let _ = writeln!(out, "{:>label_width$} └{}", 0, "─".repeat(width));
+    out.push_str(&axis_labels(horizon, hours, width, label_width + 2));
+    for (band, label) in stack.labels.iter().enumerate() {
+        let gpu_hours: u64 = stack.values[band].iter().map(|&v| v as u64).sum();
+        let _ = writeln!(
+            out,
+            "  {} {label}  ({} GPU-h)",
+            glyph(band, color),
+            thousands(gpu_hours)
+        );
+    }
+    out
+}
+
+fn glyph(band: usize, color: bool) -> String {
+    if color {
+        '█'.color(COLORS[band % COLORS.len()]).to_string()
+    } else {
+        GLYPHS[band % GLYPHS.len()].to_string()
+    }
+}
+
+/// Dates under the x axis, spaced so they do not collide.
+fn axis_labels(horizon: &Horizon, hours: usize, width: usize, indent: usize) -> String {
+    let mut line = vec![' '; indent + width + 12];
+    let mut next_free = 0;
+    let ticks = (width / 14).max(1);
+    for k in 0..=ticks {
+        let col = (k * (width - 1)) / ticks;
+        let hour = (col * hours / width) as u32;
+        let text = horizon.time_of(hour).format("%Y-%m-%d").to_string();
+        let at = indent + col;
+        if at < next_free {
+            continue;
+        }
+        for (i, ch) in text.chars().enumerate() {
+            if let Some(slot) = line.get_mut(at + i) {
+                *slot = ch;
+            }
+        }
+        next_free = at + text.len() + 2;
+    }
+    let s: String = line.into_iter().collect();
+    format!("{}\n", s.trim_end())
+}
+
+/// `1234567` → `1,234,567`.
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::timespec::{Span, parse_timestamp};
+
+    #[test]
+    fn bands_stack_in_order_and_peaks_survive_bucketing() {
+        let horizon = Horizon::new(parse_timestamp("2027-01-01").unwrap(), Span::hours(100));
+        let mut a = vec![0u32; 100];
+        let mut b = vec![0u32; 100];
+        a[10..90].iter_mut().for_each(|v| *v = 4);
+        b[50] = 4; // a one-hour spike must show even at 10 hours per column
+        let stack = Stack {
+            labels: vec!["a".into(), "b".into()],
+            values: vec![a, b],
+            hours: 100,
+        };
+        let chart = stacked_chart(
+            &stack,
+            &horizon,
+            Size {
+                width: 10,
+                height: 4,
+            },
+            false,
+        );
+        let rows: Vec<&str> = chart.lines().collect();
+        assert!(rows[0].starts_with("8 ┤"), "{chart}");
+        assert_eq!(
+            rows[0].chars().filter(|&c| c == '▓').count(),
+            1,
+            "spike on top:\n{chart}"
+        );
+        assert_eq!(
+            rows[3].chars().filter(|&c| c == '█').count(),
+            9,
+            "base band:\n{chart}"
+        );
+        assert!(chart.contains("█ a  (320 GPU-h)"), "{chart}");
+        assert!(chart.contains("2027-01-01"), "{chart}");
+    }
+
+    #[test]
+    fn thousands_separators() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1234567), "1,234,567");
+    }
+}
