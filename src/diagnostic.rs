@@ -20,7 +20,10 @@ pub struct Location {
 
 impl Location {
     pub fn file(path: impl Into<PathBuf>) -> Self {
-        Location { file: Some(path.into()), ..Default::default() }
+        Location {
+            file: Some(path.into()),
+            ..Default::default()
+        }
     }
 
     pub fn line(mut self, line: usize) -> Self {
@@ -93,7 +96,11 @@ pub struct InputError {
 
 impl InputError {
     pub fn new(location: Location, message: impl Into<String>) -> Self {
-        InputError { location, message: message.into(), hint: None }
+        InputError {
+            location,
+            message: message.into(),
+            hint: None,
+        }
     }
 
     pub fn with_hint(mut self, hint: impl Into<String>) -> Self {
@@ -128,12 +135,19 @@ pub struct Warning {
 impl fmt::Display for Warning {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let loc = self.location.to_string();
-        if loc.is_empty() { f.write_str(&self.message) } else { write!(f, "{loc}: {}", self.message) }
+        if loc.is_empty() {
+            f.write_str(&self.message)
+        } else {
+            write!(f, "{loc}: {}", self.message)
+        }
     }
 }
 
 /// Suggests the closest of `candidates` to a misspelt `word`, for "did you mean" hints.
-pub fn did_you_mean<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+pub fn did_you_mean<'a>(
+    word: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<&'a str> {
     candidates
         .into_iter()
         .map(|c| (c, strsim::damerau_levenshtein(word, c)))
@@ -148,10 +162,16 @@ mod tests {
 
     #[test]
     fn locations_print_like_compiler_messages() {
-        let loc = Location::file("cal.yaml").line(3).column(7).field("campaigns[0].gpus");
+        let loc = Location::file("cal.yaml")
+            .line(3)
+            .column(7)
+            .field("campaigns[0].gpus");
         assert_eq!(loc.to_string(), "cal.yaml:3:7: `campaigns[0].gpus`");
         let err = InputError::new(loc, "must be positive");
-        assert_eq!(err.to_string(), "cal.yaml:3:7: `campaigns[0].gpus`: must be positive");
+        assert_eq!(
+            err.to_string(),
+            "cal.yaml:3:7: `campaigns[0].gpus`: must be positive"
+        );
     }
 
     #[test]
@@ -165,7 +185,10 @@ mod tests {
 
     #[test]
     fn suggestions_only_for_near_misses() {
-        assert_eq!(did_you_mean("horizn", ["start", "horizon"]), Some("horizon"));
+        assert_eq!(
+            did_you_mean("horizn", ["start", "horizon"]),
+            Some("horizon")
+        );
         assert_eq!(did_you_mean("banana", ["start", "horizon"]), None);
     }
 }

@@ -20,7 +20,12 @@ pub fn parse_timestamp(s: &str) -> Result<DateTime<Utc>, String> {
     if let Ok(d) = NaiveDate::parse_from_str(s, "%Y-%m-%d") {
         return Ok(Utc.from_utc_datetime(&d.and_hms_opt(0, 0, 0).unwrap_or_default()));
     }
-    for fmt in ["%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M"] {
+    for fmt in [
+        "%Y-%m-%dT%H:%M:%S",
+        "%Y-%m-%d %H:%M:%S",
+        "%Y-%m-%dT%H:%M",
+        "%Y-%m-%d %H:%M",
+    ] {
         if let Ok(t) = NaiveDateTime::parse_from_str(s, fmt) {
             return Ok(Utc.from_utc_datetime(&t));
         }
@@ -57,7 +62,9 @@ impl Span {
     pub fn parse(s: &str) -> Result<Self, String> {
         let text = s.trim();
         let bad = || {
-            format!("`{s}` is not a duration; expected a number and a unit, like `36h`, `21d`, `2w` or `1y`")
+            format!(
+                "`{s}` is not a duration; expected a number and a unit, like `36h`, `21d`, `2w` or `1y`"
+            )
         };
         if text.is_empty() {
             return Err(bad());
@@ -71,7 +78,9 @@ impl Span {
             }
             let n: i64 = rest[..digits].parse().map_err(|_| bad())?;
             rest = rest[digits..].trim_start();
-            let unit_len = rest.find(|c: char| c.is_ascii_digit()).unwrap_or(rest.len());
+            let unit_len = rest
+                .find(|c: char| c.is_ascii_digit())
+                .unwrap_or(rest.len());
             let per = match rest[..unit_len].trim() {
                 "h" | "hr" | "hrs" | "hour" | "hours" => 1,
                 "d" | "day" | "days" => 24,
@@ -79,7 +88,10 @@ impl Span {
                 "y" | "yr" | "year" | "years" => 24 * 365,
                 _ => return Err(bad()),
             };
-            hours = n.checked_mul(per).and_then(|h| h.checked_add(hours)).ok_or_else(bad)?;
+            hours = n
+                .checked_mul(per)
+                .and_then(|h| h.checked_add(hours))
+                .ok_or_else(bad)?;
             rest = &rest[unit_len..];
         }
         Ok(Span { hours })
@@ -130,7 +142,9 @@ impl<'de> Deserialize<'de> for Timestamp {
                 )));
             }
         };
-        parse_timestamp(&text).map(Timestamp).map_err(serde::de::Error::custom)
+        parse_timestamp(&text)
+            .map(Timestamp)
+            .map_err(serde::de::Error::custom)
     }
 }
 
@@ -212,7 +226,10 @@ mod tests {
     fn timestamps_convert_to_utc() {
         let t = parse_timestamp("2027-03-01T09:30:00+02:00").unwrap();
         assert_eq!(rfc3339(t), "2027-03-01T07:30:00Z");
-        assert_eq!(rfc3339(parse_timestamp("2027-03-01").unwrap()), "2027-03-01T00:00:00Z");
+        assert_eq!(
+            rfc3339(parse_timestamp("2027-03-01").unwrap()),
+            "2027-03-01T00:00:00Z"
+        );
         assert!(parse_timestamp("2027-02-30").is_err());
         assert!(parse_timestamp("tomorrow").is_err());
     }
@@ -221,8 +238,14 @@ mod tests {
     fn clipping_touches_every_partial_hour() {
         let h = Horizon::new(parse_timestamp("2027-01-01").unwrap(), Span::days(2));
         let at = |s| parse_timestamp(s).unwrap();
-        assert_eq!(h.clip(at("2027-01-01T01:30:00Z"), at("2027-01-01T03:10:00Z")), Some((1, 4)));
-        assert_eq!(h.clip(at("2026-12-31"), at("2027-01-01T02:00:00Z")), Some((0, 2)));
+        assert_eq!(
+            h.clip(at("2027-01-01T01:30:00Z"), at("2027-01-01T03:10:00Z")),
+            Some((1, 4))
+        );
+        assert_eq!(
+            h.clip(at("2026-12-31"), at("2027-01-01T02:00:00Z")),
+            Some((0, 2))
+        );
         assert_eq!(h.clip(at("2027-01-05"), at("2027-01-06")), None);
         assert_eq!(h.clip(at("2027-01-02"), at("2027-01-09")), Some((24, 48)));
     }

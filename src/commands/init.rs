@@ -25,24 +25,34 @@ pub struct InitArgs {
 pub fn run(_global: &GlobalArgs, args: InitArgs) -> anyhow::Result<Outcome> {
     let files = [
         (args.dir.join("gpucap.toml"), CONFIG_TEMPLATE),
-        (args.dir.join("calendars").join("campaigns.yaml"), CALENDAR_TEMPLATE),
+        (
+            args.dir.join("calendars").join("campaigns.yaml"),
+            CALENDAR_TEMPLATE,
+        ),
     ];
     if !args.force
         && let Some((existing, _)) = files.iter().find(|(p, _)| p.exists())
     {
-        bail!("`{}` already exists; pass `--force` to overwrite it", existing.display());
+        bail!(
+            "`{}` already exists; pass `--force` to overwrite it",
+            existing.display()
+        );
     }
     for (path, text) in &files {
         write_new(path, text)?;
         eprintln!("wrote {}", path.display());
     }
-    eprintln!("next: edit the calendar, then run `gpucap demand` in {}", args.dir.display());
+    eprintln!(
+        "next: edit the calendar, then run `gpucap demand` in {}",
+        args.dir.display()
+    );
     Ok(Outcome::OK)
 }
 
 fn write_new(path: &Path, text: &str) -> anyhow::Result<()> {
     if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).with_context(|| format!("cannot create `{}`", parent.display()))?;
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("cannot create `{}`", parent.display()))?;
     }
     std::fs::write(path, text).with_context(|| format!("cannot write `{}`", path.display()))
 }
