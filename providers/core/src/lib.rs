@@ -16,10 +16,13 @@ pub use cloud::Cloud;
 pub mod offer;
 
 pub use offer::{Offer, PurchaseKind, Source, SourceKind};
+pub mod cache;
 pub mod error;
 pub mod instance_types;
 pub mod provider;
 pub mod retry;
+pub mod skypilot;
+pub mod snapshot;
 pub mod validate;
 
 pub use error::{ErrorKind, ProviderError};
