@@ -92,6 +92,8 @@ pub enum Command {
     Init(commands::init::InitArgs),
     /// Show the demand curve built from calendars and forecasts.
     Demand(commands::demand::DemandArgs),
+    /// Compare GPU offers (on-demand, spot, capacity blocks, terms) across clouds.
+    Prices(commands::prices::PricesArgs),
 }
 
 pub fn main() -> ExitCode {
@@ -100,6 +102,7 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Command::Init(args) => commands::init::run(&cli.global, args),
         Command::Demand(args) => commands::demand::run(&cli.global, args),
+        Command::Prices(args) => commands::prices::run(&cli.global, args),
     };
     match result {
         Ok(Outcome(code)) => ExitCode::from(code),

@@ -3,4 +3,5 @@
 
 pub mod demand;
 pub mod init;
+pub mod prices;
 pub mod project;
