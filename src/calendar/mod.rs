@@ -398,16 +398,10 @@ fn check_unique(campaigns: &[Campaign]) -> Result<(), InputError> {
 
 /// Builds the error for a [`FieldError`] in campaign `index` of a file, pointing at the line of
 /// the field when it can be found in the text.
-pub(crate) fn campaign_error(
-    text: &str,
-    path: &Path,
-    index: usize,
-    name: &str,
-    err: FieldError,
-) -> InputError {
+pub(crate) fn campaign_error(text: &str, path: &Path, index: usize, err: FieldError) -> InputError {
     let field_path = format!("campaigns[{index}].{}", err.field);
     let mut loc = Location::file(path).field(field_path);
-    if let Some(line) = locate_field(text, name, err.field) {
+    if let Some(line) = locate_indexed_field(text, index, err.field) {
         loc = loc.line(line);
     }
     let e = InputError::new(loc, err.message);
@@ -460,34 +454,12 @@ fn is_key(line: &str, key: &str) -> bool {
         .is_some_and(|rest| rest.trim_start().starts_with([':', '=']))
 }
 
-fn value_of(line: &str) -> String {
-    let l = line.trim_start().trim_start_matches("- ").trim_start();
-    let v = l.split_once([':', '=']).map(|(_, v)| v).unwrap_or_default();
-    v.split(" #")
-        .next()
-        .unwrap_or_default()
-        .trim()
-        .trim_matches(['"', '\''])
-        .to_string()
-}
-
 /// 1-based line of `field` in an entry, or of the entry itself when the field is absent.
 fn line_in_entry(lines: &[&str], (begin, end): (usize, usize), field: &str) -> usize {
     (begin..end)
         .find(|&i| is_key(lines[i], field))
         .unwrap_or(begin)
         + 1
-}
-
-/// Finds the line of `field` in the campaign entry named `name` (YAML `name: x` / TOML
-/// `name = "x"`). Best effort, for formats whose parse tree has no positions (YAML) and for
-/// rules that span fields.
-pub(crate) fn locate_field(text: &str, name: &str, field: &str) -> Option<usize> {
-    let lines: Vec<&str> = text.lines().collect();
-    entries(&lines)
-        .into_iter()
-        .find(|&(b, e)| (b..e).any(|i| is_key(lines[i], "name") && value_of(lines[i]) == name))
-        .map(|entry| line_in_entry(&lines, entry, field))
 }
 
 /// The line of `field` in the `index`-th campaign entry.
@@ -527,12 +499,12 @@ mod tests {
     #[test]
     fn locates_fields_inside_yaml_and_toml_entries() {
         let yaml = "campaigns:\n  - name: a\n    gpus: 1\n  - name: b\n    start: 2027-01-01\n    end: 2026-01-01\n";
-        assert_eq!(locate_field(yaml, "b", "end"), Some(6));
-        assert_eq!(locate_field(yaml, "b", "gpus"), Some(4));
-        assert_eq!(locate_field(yaml, "a", "gpus"), Some(3));
+        assert_eq!(locate_indexed_field(yaml, 1, "end"), Some(6));
+        assert_eq!(locate_indexed_field(yaml, 1, "gpus"), Some(4));
+        assert_eq!(locate_indexed_field(yaml, 0, "gpus"), Some(3));
         let toml =
             "[[campaigns]]\nname = \"a\"\ngpus = 0\n\n[[campaigns]]\nname = \"b\"\ngpus = 0\n";
-        assert_eq!(locate_field(toml, "b", "gpus"), Some(7));
-        assert_eq!(locate_field(toml, "c", "gpus"), None);
+        assert_eq!(locate_indexed_field(toml, 1, "gpus"), Some(7));
+        assert_eq!(locate_indexed_field(toml, 2, "gpus"), None);
     }
 }

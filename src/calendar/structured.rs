@@ -1,7 +1,7 @@
 //! YAML and TOML calendars: a document with a list `campaigns`, one mapping per campaign.
 //!
 //! The parsers know where each value is, so syntax and type errors carry the parser's line and
-//! column; rules that span fields (end before start) are located by [`super::locate_field`].
+//! column; rules that span fields (end before start) are located by [`super::locate_indexed_field`].
 
 use std::path::Path;
 
@@ -87,14 +87,13 @@ fn validate(file: CalendarFile, text: &str, path: &Path) -> Result<Vec<Campaign>
         .into_iter()
         .enumerate()
         .map(|(i, raw)| {
-            let name = raw.name.clone();
-            let line = super::locate_field(text, &name, "name");
+            let line = super::locate_indexed_field(text, i, "name");
             let mut source = Location::file(path);
             if let Some(line) = line {
                 source = source.line(line);
             }
             raw.validate(source)
-                .map_err(|e| campaign_error(text, path, i, &name, e))
+                .map_err(|e| campaign_error(text, path, i, e))
         })
         .collect()
 }

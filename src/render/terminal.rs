@@ -184,7 +184,7 @@ mod tests {
         );
         assert_eq!(
             rows[3].chars().filter(|&c| c == '█').count(),
-            9,
+            8,
             "base band:\n{chart}"
         );
         assert!(chart.contains("█ a  (320 GPU-h)"), "{chart}");
