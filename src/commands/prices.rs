@@ -157,7 +157,7 @@ pub fn run(global: &GlobalArgs, args: PricesArgs) -> anyhow::Result<Outcome> {
     Ok(Outcome::OK)
 }
 
-fn build_query(args: &PricesArgs) -> Result<Query, InputError> {
+fn build_query(args: &PricesArgs) -> anyhow::Result<Query> {
     let mut accelerators = Vec::new();
     for name in &args.accelerators {
         let acc = Accelerator::parse(name).map_err(|e| {
@@ -169,11 +169,15 @@ fn build_query(args: &PricesArgs) -> Result<Query, InputError> {
     }
     for region in &args.regions {
         if Cloud::of_region(region).is_none() {
-            return Err(InputError::new(
-                Location::default().field("--region"),
-                format!("`{region}` is not an AWS, GCP or Azure region name"),
-            )
-            .with_hint("regions look like us-east-1 (aws), us-central1 (gcp) or eastus (azure)"));
+            return Err(anyhow::Error::new(
+                InputError::new(
+                    Location::default().field("--region"),
+                    format!("`{region}` is not an AWS, GCP or Azure region name"),
+                )
+                .with_hint(
+                    "regions look like us-east-1 (aws), us-central1 (gcp) or eastus (azure)",
+                ),
+            ));
         }
     }
     Ok(Query {
@@ -183,12 +187,15 @@ fn build_query(args: &PricesArgs) -> Result<Query, InputError> {
     })
 }
 
+/// A cloud without a live provider in this build, and the hint to show.
+type MissingProvider = (Cloud, &'static str);
+
 /// The providers compiled into this build, and hints for those that are not.
-fn providers() -> (Vec<Arc<dyn Provider>>, Vec<(Cloud, &'static str)>) {
+fn providers() -> (Vec<Arc<dyn Provider>>, Vec<MissingProvider>) {
     #[allow(unused_mut)]
     let mut built: Vec<Arc<dyn Provider>> = Vec::new();
     #[allow(unused_mut)]
-    let mut missing: Vec<(Cloud, &'static str)> = Vec::new();
+    let mut missing: Vec<MissingProvider> = Vec::new();
     #[cfg(feature = "azure")]
     built.push(Arc::new(gpucap_azure::provider()));
     #[cfg(not(feature = "azure"))]
