@@ -105,7 +105,7 @@ pub fn parse(text: &str, path: &Path, pool: Option<&str>) -> Result<Vec<Series>,
         .with_hint("set `pool = \"...\"` on this forecast in gpucap.toml"));
     }
     // Rows per pool, in file order.
-    let mut rows: BTreeMap<String, Vec<(DateTime<Utc>, f64, BTreeMap<u8, f64>, usize)>> =
+    let mut rows: BTreeMap<String, Vec<Row>> =
         BTreeMap::new();
     for record in reader.records() {
         let record = record.map_err(|e| csv_error(path, &e))?;

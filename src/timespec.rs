@@ -183,7 +183,7 @@ impl Horizon {
     pub fn clip(&self, a: DateTime<Utc>, b: DateTime<Utc>) -> Option<(u32, u32)> {
         let from = self.hour_floor(a).max(0);
         let to = self.hour_ceil(b).min(self.hours as i64);
-        (from < to).then(|| (from as u32, to as u32))
+        (from < to).then_some((from as u32, to as u32))
     }
 
     pub fn time_of(&self, hour: u32) -> DateTime<Utc> {
