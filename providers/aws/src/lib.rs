@@ -1,0 +1,29 @@
+//! gpucap's AWS provider: prices GPU capacity from the Price List Query API (on-demand and
+//! reserved terms), EC2 spot price history, Capacity Blocks for ML and spot placement scores,
+//! and normalises them to [`gpucap_provider::Offer`]s.
+//!
+//! Pure parsing and normalising live in their own modules (`price_list`, `spot`,
+//! `capacity_blocks`, `instance_types`, `placement`, `normalise`); `client` is the only module
+//! that talks to AWS, and `fetch` runs a whole pricing pass that survives partial failure.
+
+pub mod anomaly;
+pub mod capacity_blocks;
+pub mod client;
+pub mod config;
+pub mod error;
+pub mod fetch;
+pub mod instance_types;
+mod money;
+pub mod normalise;
+pub mod placement;
+pub mod price_list;
+pub mod retry;
+pub mod spot;
+
+pub use anomaly::{Anomaly, AnomalyReason};
+pub use client::AwsClients;
+pub use config::{AwsConfig, CapacityBlockQuery, StaticCredentials};
+pub use error::AwsError;
+pub use fetch::{AwsPrices, Failure, fetch, fetch_with};
+pub use placement::SpotPlacementScore;
+pub use retry::RetryPolicy;

@@ -1,0 +1,111 @@
+//! Why a GCP call failed, classified so that callers can tell "retry later" (throttled) from
+//! "fix your setup" (credentials, configuration) from "Google said no" from "Google said
+//! something gpucap cannot read".
+
+use google_cloud_gax::error::Error as GaxError;
+use google_cloud_gax::error::rpc::Code;
+
+#[derive(Debug, thiserror::Error)]
+pub enum GcpError {
+    #[error("no GCP credentials: {detail}")]
+    MissingCredentials { detail: String },
+    #[error("`{operation}` was throttled (`{code}`) and still failed after {attempts} attempts")]
+    Throttled {
+        operation: &'static str,
+        code: String,
+        attempts: u32,
+    },
+    #[error("`{operation}` failed: `{code}`: {message}")]
+    Api {
+        operation: &'static str,
+        code: String,
+        message: String,
+    },
+    #[error("`{operation}` could not reach Google: {detail}")]
+    Transport {
+        operation: &'static str,
+        detail: String,
+    },
+    #[error("`{operation}` returned a response gpucap cannot read: {detail}")]
+    Malformed {
+        operation: &'static str,
+        detail: String,
+    },
+    #[error("invalid GCP provider configuration: {0}")]
+    Config(String),
+}
+
+impl GcpError {
+    pub fn is_throttling(&self) -> bool {
+        matches!(self, GcpError::Throttled { .. })
+    }
+
+    /// What the user can do about it, for the CLI's `hint:` line.
+    pub fn hint(&self) -> Option<&'static str> {
+        match self {
+            GcpError::MissingCredentials { .. } => Some(
+                "run `gcloud auth application-default login`, set GOOGLE_APPLICATION_CREDENTIALS, or set GPUCAP_GCP_API_KEY for list prices; or leave `gcp` out of the clouds to price",
+            ),
+            GcpError::Throttled { .. } => Some("Google is rate-limiting this project; retry later"),
+            GcpError::Api { code, .. } if code == "PERMISSION_DENIED" => Some(
+                "enable the Cloud Billing and Compute Engine APIs for the project, and check the key's or account's permissions",
+            ),
+            _ => None,
+        }
+    }
+
+    /// Classifies a google-cloud-rust error. Throttling is HTTP 429 / `RESOURCE_EXHAUSTED`, or
+    /// Compute's HTTP 403 with reason `rateLimitExceeded`.
+    pub fn from_gax(operation: &'static str, err: GaxError) -> Self {
+        let http = err.http_status_code();
+        let payload = err
+            .http_payload()
+            .map(|p| String::from_utf8_lossy(p).into_owned())
+            .unwrap_or_default();
+        if let Some(status) = err.status() {
+            let code = status.code;
+            if code == Code::ResourceExhausted
+                || http == Some(429)
+                || payload.contains("rateLimitExceeded")
+            {
+                return GcpError::Throttled {
+                    operation,
+                    code: code.name().to_string(),
+                    attempts: 1,
+                };
+            }
+            return GcpError::Api {
+                operation,
+                code: code.name().to_string(),
+                message: status.message.clone(),
+            };
+        }
+        match http {
+            Some(429) => GcpError::Throttled {
+                operation,
+                code: "HTTP 429".into(),
+                attempts: 1,
+            },
+            Some(403) if payload.contains("rateLimitExceeded") => GcpError::Throttled {
+                operation,
+                code: "rateLimitExceeded".into(),
+                attempts: 1,
+            },
+            Some(status) => GcpError::Malformed {
+                operation,
+                detail: format!("HTTP {status} without a Google error body: {err}"),
+            },
+            None if err.is_deserialization() => GcpError::Malformed {
+                operation,
+                detail: err.to_string(),
+            },
+            None if err.is_authentication() => GcpError::MissingCredentials {
+                detail: err.to_string(),
+            },
+            None => GcpError::Transport {
+                operation,
+                detail: err.to_string(),
+            },
+        }
+    }
+}
