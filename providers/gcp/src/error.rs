@@ -64,8 +64,16 @@ impl GcpError {
             .unwrap_or_default();
         if let Some(status) = err.status() {
             let code = status.code;
+            // Compute's 403 body (`errors[].reason = rateLimitExceeded`) carries no `status`,
+            // and the client keeps only its message, so the documented message decides.
+            let compute_rate_limit = http == Some(403)
+                && status
+                    .message
+                    .to_ascii_lowercase()
+                    .contains("rate limit exceeded");
             if code == Code::ResourceExhausted
                 || http == Some(429)
+                || compute_rate_limit
                 || payload.contains("rateLimitExceeded")
             {
                 return GcpError::Throttled {
