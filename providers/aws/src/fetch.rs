@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use chrono::Utc;
-use gpucap_provider::Offer;
+use gpucap_provider::{Offer, PurchaseKind, Query};
 
 use crate::anomaly::{Anomaly, AnomalyReason};
 use crate::client::AwsClients;
@@ -79,17 +79,10 @@ pub async fn fetch_with(clients: &AwsClients) -> AwsPrices {
     let mut out = AwsPrices::default();
     let mut all_types = Vec::new();
     for region in &config.regions {
-        let specs = match gpu_specs(clients, region, &mut out).await {
-            Ok(specs) => specs,
-            Err(e) => {
-                out.fail(region, "DescribeInstanceTypes", e);
-                continue;
-            }
-        };
-        all_types.extend(specs.keys().cloned());
-        list_prices(clients, region, &specs, &at, &mut out).await;
-        spot_prices(clients, region, &specs, &at, &mut out).await;
-        capacity_blocks(clients, region, &specs, &at, &mut out).await;
+        match fetch_region(clients, region, &Query::default(), &at, &mut out).await {
+            Ok(types) => all_types.extend(types),
+            Err(e) => out.fail(region, "DescribeInstanceTypes", e),
+        }
     }
     all_types.sort();
     all_types.dedup();
@@ -110,6 +103,32 @@ pub async fn fetch_with(clients: &AwsClients) -> AwsPrices {
         }
     }
     out
+}
+
+/// Prices one region into `out`, fetching only what `query` wants (accelerators, kinds).
+/// Fails only when the region's instance types cannot be listed; a failing price call is
+/// recorded in `out.failures` and the rest of the region is still priced. Returns the GPU
+/// instance types found.
+pub async fn fetch_region(
+    clients: &AwsClients,
+    region: &str,
+    query: &Query,
+    at: &Provenance,
+    out: &mut AwsPrices,
+) -> Result<Vec<String>, AwsError> {
+    let mut specs = gpu_specs(clients, region, out).await?;
+    specs.retain(|_, spec| query.wants_accelerator(spec.accelerator));
+    if query.wants_kind(PurchaseKind::OnDemand) || query.wants_kind(PurchaseKind::Commitment) {
+        list_prices(clients, region, &specs, at, out).await;
+    }
+    if query.wants_kind(PurchaseKind::Spot) {
+        spot_prices(clients, region, &specs, at, out).await;
+    }
+    if query.wants_kind(PurchaseKind::CapacityBlock) {
+        capacity_blocks(clients, region, &specs, at, out).await;
+    }
+    out.offers.retain(|o| query.wants(o));
+    Ok(specs.into_keys().collect())
 }
 
 async fn gpu_specs(

@@ -17,6 +17,7 @@ mod money;
 pub mod normalise;
 pub mod placement;
 pub mod price_list;
+pub mod provider;
 pub mod retry;
 pub mod spot;
 
@@ -26,4 +27,5 @@ pub use config::{AwsConfig, CapacityBlockQuery, StaticCredentials};
 pub use error::AwsError;
 pub use fetch::{AwsPrices, Failure, fetch, fetch_with};
 pub use placement::SpotPlacementScore;
+pub use provider::{AwsProvider, provider};
 pub use retry::RetryPolicy;

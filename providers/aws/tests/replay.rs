@@ -368,3 +368,94 @@ async fn malformed_payloads_are_classified_errors_not_panics() {
         "{err:?}"
     );
 }
+
+#[tokio::test]
+async fn the_provider_interface_fetches_one_region_and_reports_issues() {
+    use gpucap_provider::{Accelerator, CollectingReporter, Problem, Provider, Query, Readiness};
+    let server = Replay::start().await;
+    healthy(&server);
+    let provider = gpucap_aws::AwsProvider::new(config(&server, &["us-east-1"]));
+    assert_eq!(provider.readiness().await, Readiness::Ready);
+    let query = Query {
+        accelerators: vec![Accelerator::parse("h100").unwrap()],
+        regions: vec!["us-east-1".into(), "eastus".into()],
+        kinds: vec![PurchaseKind::OnDemand, PurchaseKind::Spot],
+    };
+    assert_eq!(provider.regions(&query), vec!["us-east-1"]);
+    let reporter = CollectingReporter::new();
+    let offers = provider
+        .fetch(&query, "us-east-1", &reporter)
+        .await
+        .unwrap();
+    assert_eq!(
+        offers.len(),
+        3,
+        "one on-demand and two spot p5 offers: {offers:#?}"
+    );
+    assert!(offers.iter().all(|o| query.wants(o)));
+    assert_eq!(
+        server.count("Action=DescribeCapacityBlockOfferings"),
+        0,
+        "capacity blocks were not asked for"
+    );
+    let issues = reporter.issues();
+    assert!(
+        issues.iter().any(|i| i.problem == Problem::ZeroPrice),
+        "{issues:#?}"
+    );
+    assert!(
+        issues
+            .iter()
+            .any(|i| matches!(i.problem, Problem::GpuCountMismatch { expected: 8, .. })),
+        "{issues:#?}"
+    );
+
+    // A region that fails as a whole is an error of the shared class, not a panic.
+    server.on_first(
+        "eu-west-1/ec2/aws4_request",
+        vec![Reply::new(503, XML, fixture("request-limit-exceeded.xml"))],
+    );
+    let err = provider
+        .fetch(&query, "eu-west-1", &reporter)
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind, gpucap_provider::ErrorKind::Throttled);
+    assert_eq!(err.region.as_deref(), Some("eu-west-1"));
+}
+
+/// Runs in a child process with an environment that holds no AWS credentials (edition 2024
+/// forbids changing the environment of a running test process).
+#[tokio::test]
+async fn missing_credentials_skip_the_cloud_with_a_hint() {
+    if std::env::var_os("GPUCAP_TEST_NO_AWS_CREDENTIALS").is_some() {
+        let provider = gpucap_aws::AwsProvider::new(AwsConfig::default());
+        match gpucap_provider::Provider::readiness(&provider).await {
+            gpucap_provider::Readiness::Skip { hint, .. } => {
+                assert!(hint.contains("AWS_PROFILE"), "{hint}")
+            }
+            other => panic!("expected a skip, got {other:?}"),
+        }
+        return;
+    }
+    let empty = std::env::temp_dir().join("gpucap-no-aws-config");
+    let status = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "missing_credentials_skip_the_cloud_with_a_hint",
+            "--quiet",
+        ])
+        .env("GPUCAP_TEST_NO_AWS_CREDENTIALS", "1")
+        .env_remove("AWS_ACCESS_KEY_ID")
+        .env_remove("AWS_SECRET_ACCESS_KEY")
+        .env_remove("AWS_SESSION_TOKEN")
+        .env_remove("AWS_PROFILE")
+        .env_remove("AWS_WEB_IDENTITY_TOKEN_FILE")
+        .env_remove("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI")
+        .env_remove("AWS_CONTAINER_CREDENTIALS_FULL_URI")
+        .env("AWS_CONFIG_FILE", empty.join("config"))
+        .env("AWS_SHARED_CREDENTIALS_FILE", empty.join("credentials"))
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+        .status()
+        .unwrap();
+    assert!(status.success(), "the child test failed");
+}

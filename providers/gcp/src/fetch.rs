@@ -4,17 +4,17 @@
 
 use std::collections::BTreeSet;
 
-use chrono::Utc;
-use gpucap_provider::Offer;
+use chrono::{DateTime, Utc};
+use gpucap_provider::{Offer, Query};
 
 use crate::anomaly::{Anomaly, AnomalyReason};
 use crate::client::GcpClients;
 use crate::config::GcpConfig;
 use crate::error::GcpError;
-use crate::machines::{self, MachineShape, region_of};
+use crate::machines::{self, MachineRow, MachineShape, ZoneAccelerator, region_of};
 use crate::names;
 use crate::normalise::{self, PriceBook};
-use crate::sku::{self, Usage};
+use crate::sku::{self, SkuRow, Usage};
 
 /// Everything one run learnt about GCP.
 #[derive(Debug, Default)]
@@ -33,52 +33,81 @@ pub struct Failure {
     pub error: GcpError,
 }
 
+/// The three global lists a pricing pass reads. `accelerators` is `None` when that list could
+/// not be fetched: zones are then not cross-checked rather than all refused.
+#[derive(Debug, Default)]
+pub struct Lists {
+    pub skus: Vec<SkuRow>,
+    pub machines: Vec<MachineRow>,
+    pub accelerators: Option<Vec<ZoneAccelerator>>,
+}
+
 /// Connects (credentials resolved first) and prices.
 pub async fn fetch(config: GcpConfig) -> Result<GcpPrices, GcpError> {
     let clients = GcpClients::connect(config).await?;
     Ok(fetch_with(&clients).await)
 }
 
-/// Prices with connected clients.
+/// Prices with connected clients; a failing list is recorded and the rest still priced.
 pub async fn fetch_with(clients: &GcpClients) -> GcpPrices {
     let mut out = GcpPrices::default();
-    let fetched_at = Utc::now();
-    let skus = match clients.compute_skus().await {
-        Ok(s) => s,
-        Err(error) => {
-            out.failures.push(Failure {
-                what: "services.skus.list",
-                error,
-            });
-            Vec::new()
-        }
-    };
-    let machine_rows = match clients.accelerator_machine_types().await {
-        Ok(m) => m,
-        Err(error) => {
-            out.failures.push(Failure {
-                what: "machineTypes.aggregatedList",
-                error,
-            });
-            Vec::new()
-        }
-    };
-    let accelerators = match clients.zone_accelerators().await {
-        Ok(a) => a,
-        Err(error) => {
-            out.failures.push(Failure {
-                what: "acceleratorTypes.aggregatedList",
-                error,
-            });
-            Vec::new()
-        }
-    };
+    let mut lists = Lists::default();
+    match clients.compute_skus().await {
+        Ok(s) => lists.skus = s,
+        Err(error) => out.failures.push(Failure {
+            what: "services.skus.list",
+            error,
+        }),
+    }
+    match clients.accelerator_machine_types().await {
+        Ok(m) => lists.machines = m,
+        Err(error) => out.failures.push(Failure {
+            what: "machineTypes.aggregatedList",
+            error,
+        }),
+    }
+    match clients.zone_accelerators().await {
+        Ok(a) => lists.accelerators = Some(a),
+        Err(error) => out.failures.push(Failure {
+            what: "acceleratorTypes.aggregatedList",
+            error,
+        }),
+    }
+    let regions = clients.config().regions.clone();
+    let (offers, anomalies) = price(
+        &lists,
+        &Query::default(),
+        &|zone| regions.is_empty() || regions.iter().any(|r| r == region_of(zone)),
+        Utc::now(),
+    );
+    out.offers = offers;
+    out.anomalies = anomalies;
+    out
+}
 
+/// Fetches the three lists, failing on the first list that fails.
+pub async fn fetch_lists(clients: &GcpClients) -> Result<Lists, GcpError> {
+    Ok(Lists {
+        skus: clients.compute_skus().await?,
+        machines: clients.accelerator_machine_types().await?,
+        accelerators: Some(clients.zone_accelerators().await?),
+    })
+}
+
+/// Prices every accelerator-optimised machine in the zones `zone_wanted` accepts, for the
+/// accelerators and purchase kinds `query` wants. Pure.
+pub fn price(
+    lists: &Lists,
+    query: &Query,
+    zone_wanted: &dyn Fn(&str) -> bool,
+    fetched_at: DateTime<Utc>,
+) -> (Vec<Offer>, Vec<Anomaly>) {
+    let (mut offers, mut anomalies) = (Vec::new(), Vec::new());
     let mut prices = Vec::new();
-    for row in &skus {
+    for row in &lists.skus {
         match sku::classify(row) {
             Ok(p) => prices.extend(p),
-            Err(reason) => out.anomalies.push(Anomaly {
+            Err(reason) => anomalies.push(Anomaly {
                 subject: sku_subject(row),
                 operation: "services.skus.list",
                 reason,
@@ -86,25 +115,18 @@ pub async fn fetch_with(clients: &GcpClients) -> GcpPrices {
         }
     }
     let book = PriceBook::new(prices);
-    let by_zone = machines::by_zone(&accelerators);
-    let wanted = |zone: &str| {
-        clients.config().regions.is_empty()
-            || clients
-                .config()
-                .regions
-                .iter()
-                .any(|r| r == region_of(zone))
-    };
+    let by_zone = lists.accelerators.as_deref().map(machines::by_zone);
     let mut missing_reported = BTreeSet::new();
-    for row in machine_rows.iter().filter(|r| wanted(&r.zone)) {
+    for row in lists.machines.iter().filter(|r| zone_wanted(&r.zone)) {
         let Some(series) = names::series_of_machine(&row.name) else {
             continue;
         };
         let shape = match machines::shape(row) {
             Ok(s) => s,
             Err(reason) => {
-                out.anomalies.push(Anomaly {
-                    subject: format!("{} in {}", row.name, row.zone),
+                let subject = format!("{} in {}", row.name, row.zone);
+                anomalies.push(Anomaly {
+                    subject,
                     operation: "machineTypes.aggregatedList",
                     reason,
                 });
@@ -119,9 +141,12 @@ pub async fn fetch_with(clients: &GcpClients) -> GcpPrices {
             );
             continue;
         };
-        if let Err(reason) = offered_in_zone(&shape, &by_zone) {
-            out.anomalies.push(Anomaly {
-                subject: format!("{} in {}", shape.name, shape.zone),
+        if let Some(by_zone) = &by_zone
+            && let Err(reason) = offered_in_zone(&shape, by_zone)
+        {
+            let subject = format!("{} in {}", shape.name, shape.zone);
+            anomalies.push(Anomaly {
+                subject,
                 operation: "acceleratorTypes.aggregatedList",
                 reason,
             });
@@ -134,8 +159,8 @@ pub async fn fetch_with(clients: &GcpClients) -> GcpPrices {
             Usage::Commit3Yr,
         ] {
             match normalise::machine_offer(&shape, series, gpu_type, usage, &book, fetched_at) {
-                Ok(Some(offer)) => out.offers.push(offer),
-                Ok(None) => {}
+                Ok(Some(offer)) if query.wants(&offer) => offers.push(offer),
+                Ok(_) => {}
                 // One report per machine type, usage and region, not one per zone.
                 Err(reason) => {
                     if missing_reported.insert((
@@ -143,7 +168,7 @@ pub async fn fetch_with(clients: &GcpClients) -> GcpPrices {
                         usage,
                         region_of(&shape.zone).to_string(),
                     )) {
-                        out.anomalies.push(Anomaly {
+                        anomalies.push(Anomaly {
                             subject: shape.name.clone(),
                             operation: "services.skus.list",
                             reason,
@@ -153,7 +178,7 @@ pub async fn fetch_with(clients: &GcpClients) -> GcpPrices {
             }
         }
     }
-    out
+    (offers, anomalies)
 }
 
 /// The accelerator type as a `'static` name from the mapping table, if gpucap prices it.

@@ -14,6 +14,7 @@ pub mod fetch;
 pub mod machines;
 pub mod names;
 pub mod normalise;
+pub mod provider;
 pub mod retry;
 pub mod sku;
 
@@ -22,4 +23,5 @@ pub use client::GcpClients;
 pub use config::{CredentialsSource, GcpConfig};
 pub use error::GcpError;
 pub use fetch::{Failure, GcpPrices, fetch, fetch_with};
+pub use provider::{GcpProvider, provider};
 pub use retry::RetryPolicy;

@@ -301,3 +301,51 @@ async fn malformed_payloads_are_classified_errors_not_panics() {
         "{err:?}"
     );
 }
+
+#[tokio::test]
+async fn the_provider_interface_prices_each_region_from_one_fetch_of_the_lists() {
+    use gpucap_provider::{CollectingReporter, Provider, Query, Readiness};
+    let server = Replay::start().await;
+    healthy(&server);
+    let provider = gpucap_gcp::GcpProvider::new(config(&server));
+    assert_eq!(provider.readiness().await, Readiness::Ready);
+    let query = Query {
+        regions: vec!["us-central1".into(), "us-east1".into()],
+        ..Query::default()
+    };
+    let reporter = CollectingReporter::new();
+    let central = provider
+        .fetch(&query, "us-central1", &reporter)
+        .await
+        .unwrap();
+    let east = provider.fetch(&query, "us-east1", &reporter).await.unwrap();
+    assert_eq!(
+        central.len(),
+        7,
+        "a2 in two zones × 3 kinds + g2 on-demand: {central:#?}"
+    );
+    assert!(
+        east.is_empty(),
+        "the fixture lists no us-east1 machine types"
+    );
+    assert_eq!(
+        server.count(SKUS),
+        2,
+        "the catalog is read once for both regions"
+    );
+    assert!(!reporter.issues().is_empty());
+}
+
+#[tokio::test]
+async fn no_project_skips_the_cloud_with_a_hint() {
+    use gpucap_provider::{Provider, Readiness};
+    let server = Replay::start().await;
+    let provider = gpucap_gcp::GcpProvider::new(GcpConfig {
+        project: None,
+        ..config(&server)
+    });
+    match provider.readiness().await {
+        Readiness::Skip { hint, .. } => assert!(hint.contains("GOOGLE_CLOUD_PROJECT"), "{hint}"),
+        other => panic!("expected a skip, got {other:?}"),
+    }
+}

@@ -92,6 +92,18 @@ impl Replay {
         });
     }
 
+    /// Adds a route that wins over every route added so far.
+    pub fn on_first(&self, needle: &str, replies: Vec<Reply>) {
+        assert!(!replies.is_empty(), "a route needs at least one reply");
+        self.state.lock().unwrap().routes.insert(
+            0,
+            Route {
+                needle: needle.to_string(),
+                replies: replies.into(),
+            },
+        );
+    }
+
     pub fn requests(&self) -> Vec<Recorded> {
         self.state.lock().unwrap().requests.clone()
     }
