@@ -4,6 +4,8 @@
 //! are synthetic: `0.00001` at a fixed 2006 timestamp, which gpucap must refuse as a
 //! placeholder rather than use).
 
+// The shared helper uses `File::lock` (Rust 1.89), newer than the workspace MSRV.
+#[allow(clippy::incompatible_msrv)]
 #[path = "../../../tests/support/python.rs"]
 mod python;
 #[path = "support/replay.rs"]

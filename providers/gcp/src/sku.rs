@@ -149,7 +149,8 @@ fn component(description: &str) -> Option<Component> {
         let model = d[..i].strip_prefix("Nvidia ").unwrap_or(&d[..i]);
         return names::accelerator_type(model).map(Component::Gpu);
     }
-    const MARKERS: &[(&str, fn(&'static str) -> Component)] = &[
+    type Make = fn(&'static str) -> Component;
+    const MARKERS: &[(&str, Make)] = &[
         (" Instance Core", Component::Core),
         (" Instance Ram", Component::Ram),
         (" Cpu", Component::Core),

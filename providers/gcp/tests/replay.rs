@@ -100,7 +100,7 @@ fn skypilot_a2_highgpu_1g() -> Decimal {
     };
     let host = price(&|r| &r[0] == "a2-highgpu-1g" && &r[7] == "us-central1-a");
     let gpu =
-        price(&|r| &r[0] == "" && &r[3] == "A100" && &r[4] == "1" && &r[7] == "us-central1-a");
+        price(&|r| r[0].is_empty() && &r[3] == "A100" && &r[4] == "1" && &r[7] == "us-central1-a");
     host + gpu
 }
 
