@@ -200,6 +200,10 @@ fn providers() -> (Vec<Arc<dyn Provider>>, Vec<MissingProvider>) {
     built.push(Arc::new(gpucap_azure::provider()));
     #[cfg(not(feature = "azure"))]
     missing.push((Cloud::Azure, "rebuild with `--features azure`"));
+    #[cfg(feature = "aws")]
+    built.push(Arc::new(gpucap_aws::provider()));
+    #[cfg(feature = "gcp")]
+    built.push(Arc::new(gpucap_gcp::provider()));
     for cloud in [Cloud::Aws, Cloud::Gcp] {
         if !built.iter().any(|p| p.cloud() == cloud) {
             missing.push((cloud, "this build has no live provider for it; its prices come from the built-in snapshot"));
