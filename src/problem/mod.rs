@@ -1,17 +1,54 @@
 //! The `gpucap.problem/v1` and `gpucap.solution/v1` documents (`shared/spec/problem-v1.md`):
 //! the contract between the planner, which builds a problem from demand and offers, and the
 //! solver, which answers it. Plain serde types; unknown fields are rejected on input.
+//!
+//! [`parse`] reads a problem from JSON text (syntax and type errors carry the line, column and
+//! field path); [`validate`] checks every rule of the spec and returns a [`Validated`] problem,
+//! the only form the solver accepts.
+
+mod parse;
+mod validate;
 
 use std::collections::BTreeMap;
+use std::fmt;
 
+use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
+
+pub use parse::parse;
+pub use validate::{Validated, validate};
 
 pub const PROBLEM_SCHEMA: &str = "gpucap.problem/v1";
 pub const SOLUTION_SCHEMA: &str = "gpucap.solution/v1";
 
 /// `[from, to, value]`: `value` (GPUs or instances) in every hour `from <= t < to`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 pub struct Segment(pub u32, pub u32, pub u32);
+
+/// Reads `[from, to, value]`, with a message that shows that form when the input has another.
+impl<'de> Deserialize<'de> for Segment {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct SegmentVisitor;
+        impl<'de> Visitor<'de> for SegmentVisitor {
+            type Value = Segment;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a segment `[from, to, value]` of three whole numbers >= 0")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Segment, A::Error> {
+                let mut next = |i: usize| {
+                    seq.next_element::<u32>()?
+                        .ok_or_else(|| de::Error::invalid_length(i, &self))
+                };
+                let segment = Segment(next(0)?, next(1)?, next(2)?);
+                if seq.next_element::<de::IgnoredAny>()?.is_some() {
+                    return Err(de::Error::invalid_length(4, &self));
+                }
+                Ok(segment)
+            }
+        }
+        deserializer.deserialize_seq(SegmentVisitor)
+    }
+}
 
 impl Segment {
     pub fn from(&self) -> u32 {
@@ -65,11 +102,50 @@ pub enum OfferKind {
 }
 
 /// Allowed start hours of a term purchase: a list, or `{from, to, step}`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(untagged)]
 pub enum Starts {
     List(Vec<u32>),
     Range(StartRange),
+}
+
+/// Picks the form by the JSON type (array or object), so that an error inside either form names
+/// the field at fault instead of "did not match any variant".
+impl<'de> Deserialize<'de> for Starts {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct StartsVisitor;
+        impl<'de> Visitor<'de> for StartsVisitor {
+            type Value = Starts;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a list of start hours like `[0, 168]` or a range like `{\"from\": 0, \"to\": 2016, \"step\": 24}`")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Starts, A::Error> {
+                Vec::deserialize(de::value::SeqAccessDeserializer::new(seq)).map(Starts::List)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Starts, A::Error> {
+                StartRange::deserialize(de::value::MapAccessDeserializer::new(map))
+                    .map(Starts::Range)
+            }
+        }
+        deserializer.deserialize_any(StartsVisitor)
+    }
+}
+
+impl Starts {
+    /// The allowed start hours in a horizon of `hours`, ascending and without repeats.
+    pub fn hours(&self, hours: u32) -> Vec<u32> {
+        let mut list = match self {
+            Starts::List(list) => list.clone(),
+            Starts::Range(r) => {
+                let end = r.to.min(hours);
+                let step = r.step.max(1) as usize;
+                (r.from..end).step_by(step).collect()
+            }
+        };
+        list.sort_unstable();
+        list.dedup();
+        list
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -1,0 +1,420 @@
+//! Every rule of `shared/spec/problem-v1.md` that serde's types do not already enforce, checked
+//! once, and the checked problem in a form the solver can index: pools and offers by position,
+//! allowed starts expanded, per-scenario limits resolved.
+
+use std::collections::{HashMap, HashSet};
+
+use chrono::{DateTime, Timelike, Utc};
+
+use crate::diagnostic::{InputError, Location, did_you_mean};
+
+use super::{OfferKind, PROBLEM_SCHEMA, Problem, Segment, Starts};
+
+/// The largest horizon: 12 years of hours.
+pub const MAX_HOURS: u32 = 105_120;
+
+/// How far the scenario probabilities may sum from 1.
+const PROBABILITY_TOLERANCE: f64 = 1e-9;
+
+/// A problem that passed [`validate`], with what the solver needs resolved. The only way to
+/// build one is `validate`, so holding one means every rule of the spec holds.
+#[derive(Debug, Clone)]
+pub struct Validated {
+    problem: Problem,
+    start: DateTime<Utc>,
+    offer_pools: Vec<usize>,
+    starts: Vec<Vec<u32>>,
+    limits: Vec<Vec<Option<u32>>>,
+    demand: Vec<Vec<PoolSegments>>,
+}
+
+/// The demand segments of one pool in one scenario (empty when absent).
+#[derive(Debug, Clone, Default)]
+pub struct PoolSegments {
+    pub firm: Vec<Segment>,
+    pub flex: Vec<Segment>,
+}
+
+impl Validated {
+    pub fn problem(&self) -> &Problem {
+        &self.problem
+    }
+
+    pub fn into_problem(self) -> Problem {
+        self.problem
+    }
+
+    /// Hour 0 of the horizon.
+    pub fn start(&self) -> DateTime<Utc> {
+        self.start
+    }
+
+    /// The horizon length H.
+    pub fn hours(&self) -> u32 {
+        self.problem.hours
+    }
+
+    /// Index into `problem().pools` of offer `o`'s pool.
+    pub fn pool_of(&self, offer: usize) -> usize {
+        self.offer_pools[offer]
+    }
+
+    /// The allowed start hours of term offer `o`, ascending, inside the horizon (empty for other
+    /// kinds).
+    pub fn starts(&self, offer: usize) -> &[u32] {
+        &self.starts[offer]
+    }
+
+    /// The limit on instances of offer `o` in use in any one hour of scenario `k`: the scenario's
+    /// override, else the offer's `max_instances`. `None` is no limit.
+    pub fn limit(&self, scenario: usize, offer: usize) -> Option<u32> {
+        self.limits[scenario][offer]
+    }
+
+    /// Demand of pool `p` in scenario `k`.
+    pub fn demand(&self, scenario: usize, pool: usize) -> &PoolSegments {
+        &self.demand[scenario][pool]
+    }
+
+    /// Cost of one instance of a term offer: every hour of the term plus the upfront fee.
+    pub fn term_cost_per_instance(&self, offer: usize) -> f64 {
+        let o = &self.problem.offers[offer];
+        o.price_per_instance_hour * f64::from(o.term_hours.unwrap_or(0))
+            + o.upfront_per_instance.unwrap_or(0.0)
+    }
+
+    /// Cost of one instance-hour of an on-demand or spot offer, spot overhead included.
+    pub fn hourly_cost(&self, offer: usize) -> f64 {
+        let o = &self.problem.offers[offer];
+        o.price_per_instance_hour * (1.0 + o.overhead.unwrap_or(0.0))
+    }
+}
+
+/// Checks every rule of the spec. Errors name the field path, e.g.
+/// `offers[3].starts: start 2200 is outside the horizon [0, 2184)`.
+pub fn validate(problem: Problem) -> Result<Validated, InputError> {
+    let start = check_header(&problem)?;
+    let pool_index = check_pools(&problem.pools)?;
+    let offer_index = index_offers(&problem)?;
+    let mut offer_pools = Vec::with_capacity(problem.offers.len());
+    let mut starts = Vec::with_capacity(problem.offers.len());
+    for i in 0..problem.offers.len() {
+        let (pool, offer_starts) = check_offer(&problem, i, &pool_index)?;
+        offer_pools.push(pool);
+        starts.push(offer_starts);
+    }
+    check_probabilities(&problem)?;
+    let mut limits = Vec::with_capacity(problem.scenarios.len());
+    let mut demand = Vec::with_capacity(problem.scenarios.len());
+    for k in 0..problem.scenarios.len() {
+        limits.push(scenario_limits(&problem, k, &offer_index)?);
+        demand.push(scenario_demand(&problem, k, &pool_index)?);
+    }
+    if let Some(budget) = problem.budget
+        && !(budget.is_finite() && budget >= 0.0)
+    {
+        return Err(error(
+            "budget",
+            format!("must be a finite amount >= 0, found {budget}"),
+        ));
+    }
+    Ok(Validated {
+        problem,
+        start,
+        offer_pools,
+        starts,
+        limits,
+        demand,
+    })
+}
+
+fn error(field: impl Into<String>, message: impl Into<String>) -> InputError {
+    InputError::new(Location::default().field(field), message)
+}
+
+fn check_header(problem: &Problem) -> Result<DateTime<Utc>, InputError> {
+    if problem.schema != PROBLEM_SCHEMA {
+        return Err(error(
+            "schema",
+            format!("expected `{PROBLEM_SCHEMA}`, found `{}`", problem.schema),
+        ));
+    }
+    let start = DateTime::parse_from_rfc3339(&problem.start).map_err(|e| {
+        error(
+            "start",
+            format!("`{}` is not an RFC 3339 timestamp ({e})", problem.start),
+        )
+        .with_hint("write it like `2027-01-04T00:00:00Z`")
+    })?;
+    if start.offset().local_minus_utc() != 0 {
+        return Err(error(
+            "start",
+            format!("`{}` must be in UTC (end in `Z`)", problem.start),
+        ));
+    }
+    if start.minute() != 0 || start.second() != 0 || start.nanosecond() != 0 {
+        return Err(error(
+            "start",
+            format!("`{}` is not on a whole hour", problem.start),
+        ));
+    }
+    if !(1..=MAX_HOURS).contains(&problem.hours) {
+        return Err(error(
+            "hours",
+            format!(
+                "must be between 1 and {MAX_HOURS} (12 years), found {}",
+                problem.hours
+            ),
+        ));
+    }
+    Ok(start.with_timezone(&Utc))
+}
+
+fn check_pools(pools: &[String]) -> Result<HashMap<&str, usize>, InputError> {
+    let mut index = HashMap::new();
+    for (i, pool) in pools.iter().enumerate() {
+        if pool.is_empty() {
+            return Err(error(format!("pools[{i}]"), "pool ids cannot be empty"));
+        }
+        if index.insert(pool.as_str(), i).is_some() {
+            return Err(error(
+                format!("pools[{i}]"),
+                format!("duplicate pool id `{pool}`"),
+            ));
+        }
+    }
+    Ok(index)
+}
+
+fn index_offers(problem: &Problem) -> Result<HashMap<&str, usize>, InputError> {
+    let mut index = HashMap::new();
+    for (i, offer) in problem.offers.iter().enumerate() {
+        if offer.id.is_empty() {
+            return Err(error(
+                format!("offers[{i}].id"),
+                "offer ids cannot be empty",
+            ));
+        }
+        if let Some(first) = index.insert(offer.id.as_str(), i) {
+            return Err(error(
+                format!("offers[{i}].id"),
+                format!("duplicate offer id `{}` (also offers[{first}])", offer.id),
+            ));
+        }
+    }
+    Ok(index)
+}
+
+/// A price-like number: finite and >= 0.
+fn check_amount(field: String, what: &str, value: f64) -> Result<(), InputError> {
+    if value.is_finite() && value >= 0.0 {
+        Ok(())
+    } else {
+        Err(error(
+            field,
+            format!("{what} must be a finite number >= 0, found {value}"),
+        ))
+    }
+}
+
+fn unknown_pool(field: String, pool: &str, pools: &HashMap<&str, usize>) -> InputError {
+    let err = error(field, format!("unknown pool `{pool}`"));
+    match did_you_mean(pool, pools.keys().copied()) {
+        Some(near) => err.with_hint(format!(
+            "did you mean `{near}`? Pools are listed in `pools`"
+        )),
+        None => err.with_hint("every pool must be listed in `pools`"),
+    }
+}
+
+/// Checks offer `i`; returns its pool index and allowed starts.
+fn check_offer(
+    problem: &Problem,
+    i: usize,
+    pools: &HashMap<&str, usize>,
+) -> Result<(usize, Vec<u32>), InputError> {
+    let offer = &problem.offers[i];
+    let at = |field: &str| format!("offers[{i}].{field}");
+    let pool = *pools
+        .get(offer.pool.as_str())
+        .ok_or_else(|| unknown_pool(at("pool"), &offer.pool, pools))?;
+    if offer.gpus_per_instance == 0 {
+        return Err(error(
+            at("gpus_per_instance"),
+            "must be a positive whole number, found 0",
+        ));
+    }
+    check_amount(
+        at("price_per_instance_hour"),
+        "the price",
+        offer.price_per_instance_hour,
+    )?;
+    let kind = offer.kind;
+    let only = |field: &str, present: bool, allowed: OfferKind| {
+        if present && kind != allowed {
+            Err(error(
+                at(field),
+                format!("only `{}` offers have `{field}`", kind_name(allowed)),
+            ))
+        } else {
+            Ok(())
+        }
+    };
+    only("overhead", offer.overhead.is_some(), OfferKind::Spot)?;
+    only(
+        "upfront_per_instance",
+        offer.upfront_per_instance.is_some(),
+        OfferKind::Term,
+    )?;
+    only("term_hours", offer.term_hours.is_some(), OfferKind::Term)?;
+    only("starts", offer.starts.is_some(), OfferKind::Term)?;
+    if let Some(overhead) = offer.overhead {
+        check_amount(at("overhead"), "the overhead", overhead)?;
+    }
+    if let Some(upfront) = offer.upfront_per_instance {
+        check_amount(at("upfront_per_instance"), "the upfront fee", upfront)?;
+    }
+    if kind != OfferKind::Term {
+        return Ok((pool, Vec::new()));
+    }
+    match offer.term_hours {
+        None => return Err(error(at("term_hours"), "a `term` offer needs `term_hours`")),
+        Some(0) => {
+            return Err(error(
+                at("term_hours"),
+                "must be a positive whole number, found 0",
+            ));
+        }
+        Some(_) => {}
+    }
+    let starts = offer
+        .starts
+        .as_ref()
+        .ok_or_else(|| error(at("starts"), "a `term` offer needs `starts`"))?;
+    match starts {
+        Starts::List(list) => {
+            if let Some(&s) = list.iter().find(|&&s| s >= problem.hours) {
+                return Err(error(
+                    at("starts"),
+                    format!("start {s} is outside the horizon [0, {})", problem.hours),
+                ));
+            }
+        }
+        Starts::Range(range) if range.step == 0 => {
+            return Err(error(
+                at("starts.step"),
+                "must be a positive whole number, found 0",
+            ));
+        }
+        Starts::Range(_) => {}
+    }
+    Ok((pool, starts.hours(problem.hours)))
+}
+
+fn kind_name(kind: OfferKind) -> &'static str {
+    match kind {
+        OfferKind::OnDemand => "on_demand",
+        OfferKind::Spot => "spot",
+        OfferKind::Term => "term",
+    }
+}
+
+fn check_probabilities(problem: &Problem) -> Result<(), InputError> {
+    if problem.scenarios.is_empty() {
+        return Err(error("scenarios", "at least one scenario is needed"));
+    }
+    let mut names = HashSet::new();
+    for (k, scenario) in problem.scenarios.iter().enumerate() {
+        if scenario.name.is_empty() {
+            return Err(error(
+                format!("scenarios[{k}].name"),
+                "scenario names cannot be empty",
+            ));
+        }
+        if !names.insert(scenario.name.as_str()) {
+            return Err(error(
+                format!("scenarios[{k}].name"),
+                format!("duplicate scenario name `{}`", scenario.name),
+            ));
+        }
+        let p = scenario.probability;
+        if !(p.is_finite() && p > 0.0 && p <= 1.0) {
+            return Err(error(
+                format!("scenarios[{k}].probability"),
+                format!("must be a number in (0, 1], found {p}"),
+            ));
+        }
+    }
+    let total: f64 = problem.scenarios.iter().map(|s| s.probability).sum();
+    if (total - 1.0).abs() > PROBABILITY_TOLERANCE {
+        return Err(error(
+            "scenarios",
+            format!(
+                "the probabilities sum to {}, not 1",
+                (total * 1e9).round() / 1e9
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Resolves the limit of every offer in scenario `k`, checking the overrides.
+fn scenario_limits(
+    problem: &Problem,
+    k: usize,
+    offers: &HashMap<&str, usize>,
+) -> Result<Vec<Option<u32>>, InputError> {
+    let mut limits: Vec<Option<u32>> = problem.offers.iter().map(|o| o.max_instances).collect();
+    for (id, &limit) in &problem.scenarios[k].max_instances {
+        let field = format!("scenarios[{k}].max_instances.{id}");
+        let Some(&o) = offers.get(id.as_str()) else {
+            let err = error(field, format!("unknown offer `{id}`"));
+            return Err(match did_you_mean(id, offers.keys().copied()) {
+                Some(near) => err.with_hint(format!("did you mean `{near}`?")),
+                None => err,
+            });
+        };
+        if problem.offers[o].kind == OfferKind::Term {
+            return Err(error(
+                field,
+                format!(
+                    "`{id}` is a `term` offer; only on_demand and spot limits can vary by scenario"
+                ),
+            ));
+        }
+        limits[o] = Some(limit);
+    }
+    Ok(limits)
+}
+
+fn scenario_demand(
+    problem: &Problem,
+    k: usize,
+    pools: &HashMap<&str, usize>,
+) -> Result<Vec<PoolSegments>, InputError> {
+    let mut demand = vec![PoolSegments::default(); problem.pools.len()];
+    for (pool, d) in &problem.scenarios[k].demand {
+        let at = format!("scenarios[{k}].demand.{pool}");
+        let &p = pools
+            .get(pool.as_str())
+            .ok_or_else(|| unknown_pool(at.clone(), pool, pools))?;
+        for (list, segments) in [("firm", &d.firm), ("flex", &d.flex)] {
+            for (j, s) in segments.iter().enumerate() {
+                if !(s.from() < s.to() && s.to() <= problem.hours) {
+                    return Err(error(
+                        format!("{at}.{list}[{j}]"),
+                        format!(
+                            "segment [{}, {}, {}] must have 0 <= from < to <= {} (the horizon)",
+                            s.0, s.1, s.2, problem.hours
+                        ),
+                    ));
+                }
+            }
+        }
+        demand[p] = PoolSegments {
+            firm: d.firm.clone(),
+            flex: d.flex.clone(),
+        };
+    }
+    Ok(demand)
+}
