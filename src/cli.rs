@@ -94,6 +94,8 @@ pub enum Command {
     Demand(commands::demand::DemandArgs),
     /// Compare GPU offers (on-demand, spot, capacity blocks, terms) across clouds.
     Prices(commands::prices::PricesArgs),
+    /// Solve a gpucap.problem/v1 and print the proven-optimal purchase plan.
+    Solve(commands::solve::SolveArgs),
 }
 
 pub fn main() -> ExitCode {
@@ -103,6 +105,7 @@ pub fn main() -> ExitCode {
         Command::Init(args) => commands::init::run(&cli.global, args),
         Command::Demand(args) => commands::demand::run(&cli.global, args),
         Command::Prices(args) => commands::prices::run(&cli.global, args),
+        Command::Solve(args) => commands::solve::run(&cli.global, args),
     };
     match result {
         Ok(Outcome(code)) => ExitCode::from(code),

@@ -13,6 +13,7 @@ pub mod diagnostic;
 pub mod forecast;
 pub mod problem;
 pub mod render;
+pub mod solver;
 pub mod timespec;
 
 pub use gpucap_provider::accelerator::{self, Accelerator};

@@ -5,3 +5,4 @@ pub mod demand;
 pub mod init;
 pub mod prices;
 pub mod project;
+pub mod solve;

@@ -1,0 +1,268 @@
+//! The solver: the proven-optimal purchase plan for a `gpucap.problem/v1`
+//! (`shared/spec/problem-v1.md`). Pure: no I/O, no clock except the time limit.
+//!
+//! How it works, and why it is exact:
+//! 1. Pools share nothing, so each pool is solved on its own (in parallel).
+//! 2. Hours between consecutive breakpoints (demand changes, allowed term starts and ends) face
+//!    identical constraints, so one variable per segment stands for every hour in it
+//!    ([`timeline`]).
+//! 3. Purchases that can never pay off are left out before the model is built: a purchase
+//!    never needs more instances than its window's peak demand ([`pool`]), and an on-demand or
+//!    spot offer beaten per GPU-hour by an unlimited offer of a dividing size is dropped.
+//! 4. The segment model ([`model`]) is a mixed-integer program whose term part is an interval
+//!    matrix in network form; HiGHS solves it by branch and cut to a relative gap far below
+//!    1e-6, and its dual bound is the proven `bound`.
+//! 5. Costs in the solution are recomputed from the whole-number plan, never taken from the
+//!    solver's floating-point objective.
+//!
+//! The baselines (all on-demand, cheapest-now, reserve-the-peak) run the same machinery on a
+//! restricted problem ([`baselines`]).
+
+mod baselines;
+mod diagnose;
+mod mip;
+mod model;
+mod plan;
+mod pool;
+mod recourse;
+mod timeline;
+
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crate::problem::{Solution, Status, Validated};
+
+pub use baselines::{Baseline, Baselines, baselines};
+
+use mip::{MipLimits, MipStatus};
+use model::{Missing, Mode, PoolModel, PoolPlan};
+use pool::{PoolData, Scope};
+
+/// The largest relative gap between the plan and the bound for which `status` is `optimal`.
+pub const OPTIMALITY_GAP: f64 = 1e-6;
+
+/// How far (relative) the expected cost may exceed the budget before the plan breaks it: float
+/// rounding of sums of prices, not money.
+const BUDGET_TOLERANCE: f64 = 1e-9;
+
+#[derive(Debug, Clone)]
+pub struct SolveOptions {
+    /// Stop branch and cut after this long and return the best plan found (`feasible`).
+    pub time_limit: Option<Duration>,
+    /// Pools solved at once; 0 means one per available core.
+    pub threads: usize,
+    /// The relative gap each pool is solved to. Far below [`OPTIMALITY_GAP`] so that the sum
+    /// over pools is within it.
+    pub rel_gap: f64,
+    /// Let HiGHS print its log (on stdout: for debugging only).
+    pub solver_log: bool,
+}
+
+impl Default for SolveOptions {
+    fn default() -> Self {
+        SolveOptions {
+            time_limit: None,
+            threads: 0,
+            rel_gap: 1e-8,
+            solver_log: false,
+        }
+    }
+}
+
+/// The proven-optimal plan for `problem`, or why there is none.
+pub fn solve(problem: &Validated, options: &SolveOptions) -> Solution {
+    let scopes: Vec<Scope> = (0..problem.problem().pools.len())
+        .map(Scope::full)
+        .collect();
+    let outcome = run(problem, scopes, options);
+    let mut solution = outcome.into_solution(problem);
+    if let (Some(budget), Status::Optimal | Status::Feasible) =
+        (problem.problem().budget, solution.status)
+        && solution.expected_cost > budget * (1.0 + BUDGET_TOLERANCE)
+    {
+        solution.message = Some(over_budget(&solution, budget));
+        solution.status = Status::Infeasible;
+    }
+    solution
+}
+
+fn over_budget(solution: &Solution, budget: f64) -> String {
+    if solution.status == Status::Optimal || solution.bound > budget {
+        format!(
+            "the budget cannot be met: the least expected cost is ${:.2}, ${:.2} above the budget of ${budget:.2}; the plan given is that least-cost plan",
+            solution.expected_cost.max(solution.bound),
+            solution.expected_cost.max(solution.bound) - budget
+        )
+    } else {
+        format!(
+            "no plan within the budget of ${budget:.2} was found in the time limit: the best plan found costs ${:.2} and no plan can cost less than ${:.2}; allow more time",
+            solution.expected_cost, solution.bound
+        )
+    }
+}
+
+/// What solving every pool gave.
+#[derive(Debug, Default)]
+struct Outcome {
+    plans: Vec<PoolPlan>,
+    bound: f64,
+    proven: bool,
+    /// Messages for pools whose demand cannot be covered.
+    short: Vec<String>,
+}
+
+impl Outcome {
+    fn into_solution(self, v: &Validated) -> Solution {
+        if !self.short.is_empty() {
+            return plan::infeasible(v, self.short.join("\n"));
+        }
+        let mut solution = plan::solution(v, &self.plans);
+        solution.bound = self.bound.min(solution.expected_cost);
+        let gap = solution.expected_cost - solution.bound;
+        let optimal = self.proven && gap <= OPTIMALITY_GAP * solution.expected_cost.abs().max(1e-9);
+        solution.status = if optimal {
+            Status::Optimal
+        } else {
+            Status::Feasible
+        };
+        solution
+    }
+}
+
+enum PoolOutcome {
+    Planned {
+        plan: PoolPlan,
+        bound: f64,
+        proven: bool,
+    },
+    Short(String),
+}
+
+/// Solves each pool in `scopes`, in parallel.
+fn run(v: &Validated, scopes: Vec<Scope>, options: &SolveOptions) -> Outcome {
+    let deadline = options.time_limit.map(|t| Instant::now() + t);
+    let threads = match options.threads {
+        0 => thread::available_parallelism().map_or(1, |n| n.get()),
+        n => n,
+    }
+    .min(scopes.len())
+    .max(1);
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut results: Vec<(usize, PoolOutcome)> = thread::scope(|s| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut done = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(scope) = scopes.get(i) else { break };
+                        done.push((i, solve_pool(v, scope, options, deadline)));
+                    }
+                    done
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect()
+    });
+    results.sort_by_key(|(i, _)| *i);
+    let mut outcome = Outcome {
+        proven: true,
+        ..Default::default()
+    };
+    for (_, result) in results {
+        match result {
+            PoolOutcome::Planned {
+                plan,
+                bound,
+                proven,
+            } => {
+                outcome.plans.push(plan);
+                outcome.bound += bound;
+                outcome.proven &= proven;
+            }
+            PoolOutcome::Short(message) => outcome.short.push(message),
+        }
+    }
+    outcome
+}
+
+fn solve_pool(
+    v: &Validated,
+    scope: &Scope,
+    options: &SolveOptions,
+    deadline: Option<Instant>,
+) -> PoolOutcome {
+    let data = PoolData::new(v, scope);
+    let over = diagnose::over_capacity(&data);
+    if !over.is_empty() {
+        return PoolOutcome::Short(diagnose::message(v, &data, &over, true));
+    }
+    let started = Instant::now();
+    let model = PoolModel::build(&data, Mode::Cost);
+    let limits = MipLimits {
+        time_limit: deadline.map(|d| d.saturating_duration_since(Instant::now())),
+        rel_gap: options.rel_gap,
+        log: options.solver_log,
+    };
+    let result = mip::solve(&model.mip, limits);
+    tracing::debug!(
+        pool = %v.problem().pools[scope.pool],
+        segments = data.timeline.segments(),
+        unit = data.unit,
+        starts = data.terms.iter().map(|t| t.starts.len()).sum::<usize>(),
+        columns = model.mip.num_cols(),
+        rows = model.mip.num_rows(),
+        nonzeros = model.mip.num_nonzeros(),
+        integer_segments = model.integer_segments,
+        status = ?result.status,
+        seconds = started.elapsed().as_secs_f64(),
+        "pool solved"
+    );
+    match result.status {
+        MipStatus::Optimal | MipStatus::Feasible => PoolOutcome::Planned {
+            plan: model.plan(&result.values),
+            bound: result.bound + model.constant,
+            proven: result.status == MipStatus::Optimal,
+        },
+        MipStatus::NoSolution => fallback(v, scope, options, result.bound + model.constant),
+        MipStatus::Infeasible => {
+            let elastic = PoolModel::build(&data, Mode::Elastic);
+            let result = mip::solve(
+                &elastic.mip,
+                MipLimits {
+                    time_limit: None,
+                    ..limits
+                },
+            );
+            let missing: Vec<Missing> = if result.values.is_empty() {
+                Vec::new()
+            } else {
+                elastic.missing(&result.values)
+            };
+            PoolOutcome::Short(diagnose::message(v, &data, &missing, false))
+        }
+    }
+}
+
+/// When the time runs out before any plan was found: the cheapest plan without terms (which the
+/// capacity check says exists, or the terms would be needed and the model found none).
+fn fallback(v: &Validated, scope: &Scope, options: &SolveOptions, bound: f64) -> PoolOutcome {
+    let hourly_only = Scope {
+        terms: pool::Terms::None,
+        ..scope.clone()
+    };
+    match solve_pool(v, &hourly_only, options, None) {
+        PoolOutcome::Planned { plan, .. } => PoolOutcome::Planned {
+            plan,
+            bound: bound.max(0.0),
+            proven: false,
+        },
+        PoolOutcome::Short(_) => PoolOutcome::Short(format!(
+            "no plan for pool `{}` was found in the time limit; allow more time",
+            v.problem().pools[scope.pool]
+        )),
+    }
+}

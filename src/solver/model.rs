@@ -1,0 +1,498 @@
+//! The segment model of one pool as a mixed-integer program, and the plan read back from its
+//! solution.
+//!
+//! All quantities are in units of `PoolData::unit` GPUs (a divisor of every instance size), so
+//! demand is rounded up to whole units exactly. Variables:
+//! - `n[o,s]` (integer): term instances bought at start s;
+//! - `A[o,i]`: instances of term offer o active in its own interval i, kept by the recurrence
+//!   `A[o,i] = A[o,i-1] + (bought at q_i) - (ending at q_i)` and bounded by `max_instances`, so
+//!   each purchase appears in two rows however long its term (an interval matrix in network
+//!   form);
+//! - `T[j]`: term units in pool segment j (a column only where several offers overlap);
+//! - `r[k,j]`: the hourly cost of scenario k in segment j, weighted by probability × hours.
+//!
+//! The second stage is not modelled instance by instance. For each scenario and segment the
+//! exact least hourly cost `Q(T)` is tabulated for every reachable term level T (multiples of
+//! the term sizes' divisor) by [`Recourse`]. Where `Q` is convex on those levels, `r ≥ Q(T)`
+//! is exactly its linear pieces, with no integer variable; a row `T ≥ T_min` says how much term
+//! capacity the hourly limits require. Where `Q` is not convex (mixed instance sizes can make
+//! it so), the on-demand and spot instances of that scenario and segment are integer
+//! variables with their coverage rows instead. Either way the model is exact, and branch and
+//! bound only branches on purchases and on the rare non-convex segments.
+
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use crate::problem::{OfferKind, Segment};
+
+use super::mip::Mip;
+use super::pool::{PoolData, gcd};
+use super::recourse::Recourse;
+
+/// A plan for one pool: purchases `(offer, start, instances)` and, per scenario, per offer,
+/// the instances in use as `[from, to, instances]` segments.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct PoolPlan {
+    pub purchases: Vec<(usize, u32, u32)>,
+    pub usage: Vec<Vec<(usize, Vec<Segment>)>>,
+}
+
+/// GPUs missing in scenario k, segment j: for firm demand and for firm + flex.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Missing {
+    pub scenario: usize,
+    pub segment: usize,
+    pub firm: u64,
+    pub total: u64,
+}
+
+/// `Q` at the term levels `step × a` for `a = first..`, the last one covering all demand.
+#[derive(Debug)]
+struct Curve {
+    first: usize,
+    values: Vec<f64>,
+    convex: bool,
+}
+
+pub(crate) struct PoolModel<'a> {
+    data: &'a PoolData,
+    pub mip: Mip,
+    /// Cost of the segments where no term can be active (no column needed).
+    pub constant: f64,
+    /// `n_cols[t][s]`: column of `n` for `data.terms[t].starts[s]`.
+    n_cols: Vec<Vec<usize>>,
+    recourse: Vec<Recourse>,
+    /// Scenario-segments modelled instance by instance.
+    pub integer_segments: usize,
+}
+
+/// How to build the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// Minimise cost.
+    Cost,
+    /// Drop all costs and let each term requirement fall short at a cost of one per
+    /// unit-hour: it always has a solution, and it shows where the demand cannot be covered.
+    Elastic,
+}
+
+impl<'a> PoolModel<'a> {
+    pub fn build(data: &'a PoolData, mode: Mode) -> Self {
+        let unit = data.unit;
+        let recourse: Vec<Recourse> = (0..data.scenarios())
+            .map(|k| {
+                let max = data.total[k]
+                    .iter()
+                    .max()
+                    .copied()
+                    .unwrap_or(0)
+                    .div_ceil(u64::from(unit));
+                Recourse::new(&data.hourly[k], unit, max)
+            })
+            .collect();
+        let mut mip = Mip::new();
+        let n_cols = term_columns(data, &mut mip, mode == Mode::Elastic);
+        let term_expr = active_counts(data, &mut mip, &n_cols);
+        let mut model = PoolModel {
+            data,
+            mip,
+            constant: 0.0,
+            n_cols,
+            recourse,
+            integer_segments: 0,
+        };
+        let step = data.terms.iter().map(|t| t.gpus / unit).fold(0, gcd).max(1) as u64;
+        let mut curves: HashMap<(usize, u64, u64), Rc<Curve>> = HashMap::new();
+        for (j, term) in term_expr.iter().enumerate() {
+            let demand = (0..data.scenarios()).any(|k| data.total[k][j] > 0);
+            if !demand {
+                continue;
+            }
+            let len = f64::from(data.timeline.len(j));
+            if term.is_empty() {
+                // No term can be active here: the hourly cost is a constant (the capacity
+                // check has made sure the hourly offers can cover it).
+                for k in 0..data.scenarios() {
+                    let (f, d) = data.units(k, j);
+                    model.constant +=
+                        data.probability[k] * len * model.recourse[k].cost(f, d).unwrap_or(0.0);
+                }
+                continue;
+            }
+            let scenario_curves: Vec<Option<Rc<Curve>>> = (0..data.scenarios())
+                .map(|k| {
+                    let (f, d) = data.units(k, j);
+                    (d > 0).then(|| {
+                        let recourse = &model.recourse[k];
+                        curves
+                            .entry((k, f, d))
+                            .or_insert_with(|| Rc::new(curve(recourse, f, d, step)))
+                            .clone()
+                    })
+                })
+                .collect();
+            let needed = scenario_curves
+                .iter()
+                .flatten()
+                .map(|c| c.first as u64 * step)
+                .max()
+                .unwrap_or(0);
+            let t = if mode == Mode::Elastic {
+                let t = model.mip.add_col(0.0, 0.0, f64::INFINITY, false);
+                let short = model.mip.add_col(len, 0.0, f64::INFINITY, false);
+                model
+                    .mip
+                    .add_row(needed as f64, f64::INFINITY, [(t, 1.0), (short, 1.0)]);
+                t
+            } else {
+                model.mip.add_col(0.0, needed as f64, f64::INFINITY, false)
+            };
+            let mut entries = vec![(t, 1.0)];
+            entries.extend(term.iter().map(|&(c, v)| (c, -v)));
+            model.mip.add_row(0.0, 0.0, entries);
+            if mode == Mode::Elastic {
+                continue;
+            }
+            let weights: Vec<f64> = data.probability.iter().map(|p| p * len).collect();
+            if scenario_curves.iter().flatten().all(|c| c.convex) {
+                // One cost column for all scenarios: a sum of convex curves is convex.
+                let sum = weighted_sum(&scenario_curves, &weights);
+                model.add_pieces(&sum, step, 1.0, t);
+                continue;
+            }
+            for (k, curve) in scenario_curves.iter().enumerate() {
+                let Some(curve) = curve else { continue };
+                if curve.convex {
+                    model.add_pieces(curve, step, weights[k], t);
+                } else {
+                    model.add_instances(k, j, weights[k], t);
+                }
+            }
+        }
+        model
+    }
+
+    /// `r ≥ Q(a) + slope × (T/step - a)` for each linear piece of a convex curve.
+    fn add_pieces(&mut self, curve: &Curve, step: u64, weight: f64, term: usize) {
+        let values = &curve.values;
+        if values.iter().all(|&v| v == 0.0) {
+            return;
+        }
+        let r = self.mip.add_col(weight, 0.0, f64::INFINITY, false);
+        let corners = corners(values);
+        for w in corners.windows(2) {
+            let (i, next) = (w[0], w[1]);
+            let slope = (values[next] - values[i]) / (next - i) as f64;
+            let a = (curve.first + i) as f64;
+            // r - (slope/step)·T ≥ Q(a) - slope·a
+            self.mip.add_row(
+                values[i] - slope * a,
+                f64::INFINITY,
+                [(r, 1.0), (term, -slope / step as f64)],
+            );
+        }
+    }
+
+    /// Integer on-demand and spot instances for scenario k in segment j, with coverage rows.
+    fn add_instances(&mut self, k: usize, j: usize, weight: f64, term: usize) {
+        self.integer_segments += 1;
+        let data = self.data;
+        let unit = data.unit;
+        let (f, d) = data.units(k, j);
+        let offers = &data.hourly[k];
+        let cols: Vec<(OfferKind, usize, f64)> = offers
+            .iter()
+            .map(|o| {
+                let size = u64::from(o.gpus / unit);
+                let upper = o
+                    .limit
+                    .map_or(f64::INFINITY, f64::from)
+                    .min(d.div_ceil(size) as f64);
+                (
+                    o.kind,
+                    self.mip.add_col(weight * o.price, 0.0, upper, true),
+                    size as f64,
+                )
+            })
+            .collect();
+        let coverage = |kinds: &[OfferKind]| {
+            let hourly = cols
+                .iter()
+                .filter(|c| kinds.contains(&c.0))
+                .map(|&(_, c, size)| (c, size));
+            std::iter::once((term, 1.0))
+                .chain(hourly)
+                .collect::<Vec<_>>()
+        };
+        if f > 0 {
+            self.mip
+                .add_row(f as f64, f64::INFINITY, coverage(&[OfferKind::OnDemand]));
+        }
+        self.mip.add_row(
+            d as f64,
+            f64::INFINITY,
+            coverage(&[OfferKind::OnDemand, OfferKind::Spot]),
+        );
+    }
+
+    /// The plan for the purchases in `values`, with the exact least-cost hourly mix for them.
+    pub fn plan(&self, values: &[f64]) -> PoolPlan {
+        let data = self.data;
+        let chosen = self.chosen(values);
+        let term = term_units(data, &chosen);
+        let purchases = chosen
+            .iter()
+            .map(|&(t, s, n)| (data.terms[t].offer, data.terms[t].starts[s].start, n))
+            .collect();
+        let segments = data.timeline.segments();
+        let mut usage = Vec::with_capacity(data.scenarios());
+        for k in 0..data.scenarios() {
+            let offers = &data.hourly[k];
+            let mut counts = vec![vec![0u32; segments]; offers.len()];
+            for j in 0..segments {
+                let (f, d) = data.units(k, j);
+                if d == 0 {
+                    continue;
+                }
+                let mix =
+                    self.recourse[k].mix(f.saturating_sub(term[j]), d.saturating_sub(term[j]));
+                for (h, n) in mix.unwrap_or_default().into_iter().enumerate() {
+                    counts[h][j] = n;
+                }
+            }
+            let per_offer = offers
+                .iter()
+                .zip(counts)
+                .map(|(o, c)| (o.offer, data.timeline.runs(&c)))
+                .filter(|(_, runs)| !runs.is_empty())
+                .collect();
+            usage.push(per_offer);
+        }
+        PoolPlan { purchases, usage }
+    }
+
+    /// Where the purchases in `values` (of the elastic model) leave demand the hourly offers
+    /// cannot cover, in GPUs.
+    pub fn missing(&self, values: &[f64]) -> Vec<Missing> {
+        let data = self.data;
+        let term = term_units(data, &self.chosen(values));
+        let unit = u64::from(data.unit);
+        let mut out = Vec::new();
+        for k in 0..data.scenarios() {
+            for (j, &t) in term.iter().enumerate() {
+                let (firm, total) = data.uncovered(k, j, t);
+                if firm > 0 || total > 0 {
+                    out.push(Missing {
+                        scenario: k,
+                        segment: j,
+                        firm: firm * unit,
+                        total: total * unit,
+                    });
+                }
+            }
+        }
+        out
+    }
+
+    /// The purchases in `values`: `(index into data.terms, index into its starts, instances)`.
+    fn chosen(&self, values: &[f64]) -> Vec<(usize, usize, u32)> {
+        let mut out = Vec::new();
+        for (t, cols) in self.n_cols.iter().enumerate() {
+            for (s, &c) in cols.iter().enumerate() {
+                let n = values[c].round().max(0.0) as u32;
+                if n > 0 {
+                    out.push((t, s, n));
+                }
+            }
+        }
+        out
+    }
+}
+
+/// `Q` for firm `f` and all `d` units at term levels `0, step, 2·step, …` up to covering `d`,
+/// from the first level the hourly limits can complete.
+fn curve(recourse: &Recourse, f: u64, d: u64, step: u64) -> Curve {
+    let last = d.div_ceil(step);
+    let mut first = None;
+    let mut values = Vec::new();
+    for a in 0..=last {
+        let t = a * step;
+        match recourse.cost(f.saturating_sub(t), d.saturating_sub(t)) {
+            Some(c) => {
+                first.get_or_insert(a as usize);
+                values.push(c);
+            }
+            None => debug_assert!(first.is_none(), "coverable levels are contiguous"),
+        }
+    }
+    let first = first.unwrap_or(last as usize);
+    // Convex: slopes never decrease (to a rounding tolerance on sums of prices).
+    let tolerance = 1e-9 * (1.0 + values.first().copied().unwrap_or(0.0));
+    let convex = values
+        .windows(3)
+        .all(|w| (w[2] - w[1]) >= (w[1] - w[0]) - tolerance);
+    Curve {
+        first,
+        values,
+        convex,
+    }
+}
+
+/// `Σ weight × curve` on the levels where every curve is defined (0 past a curve's end).
+fn weighted_sum(curves: &[Option<Rc<Curve>>], weights: &[f64]) -> Curve {
+    let present = || {
+        curves
+            .iter()
+            .zip(weights)
+            .filter_map(|(c, &w)| c.as_ref().map(|c| (c, w)))
+    };
+    let first = present().map(|(c, _)| c.first).max().unwrap_or(0);
+    let end = present()
+        .map(|(c, _)| c.first + c.values.len())
+        .max()
+        .unwrap_or(first)
+        .max(first + 1);
+    let values = (first..end)
+        .map(|a| {
+            present()
+                .map(|(c, w)| w * c.values.get(a - c.first).copied().unwrap_or(0.0))
+                .sum()
+        })
+        .collect();
+    Curve {
+        first,
+        values,
+        convex: true,
+    }
+}
+
+/// The corners of a convex sequence: the first and last index and every index where the
+/// slope grows by more than rounding noise. The lines between consecutive corners are its
+/// linear pieces (points in between lie on them to that noise).
+fn corners(values: &[f64]) -> Vec<usize> {
+    let scale = values.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    let noise = 1e-12 * (1.0 + scale) * values.len() as f64;
+    let mut out = vec![0];
+    for i in 1..values.len().saturating_sub(1) {
+        let last = *out.last().unwrap_or(&0);
+        let before = (values[i] - values[last]) / (i - last) as f64;
+        let after = values[i + 1] - values[i];
+        if after - before > noise {
+            out.push(i);
+        }
+    }
+    if values.len() > 1 {
+        out.push(values.len() - 1);
+    }
+    out
+}
+
+fn term_columns(data: &PoolData, mip: &mut Mip, elastic: bool) -> Vec<Vec<usize>> {
+    data.terms
+        .iter()
+        .map(|t| {
+            let cost = if elastic { 0.0 } else { t.cost };
+            t.starts
+                .iter()
+                .map(|s| {
+                    let upper = if s.upper == u32::MAX {
+                        f64::INFINITY
+                    } else {
+                        f64::from(s.upper)
+                    };
+                    mip.add_col(cost, f64::from(s.lower), upper, true)
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// The active-count columns `A[o,i]` of every term offer with their recurrence rows, and for
+/// each pool segment with demand the entries that sum its term units (`A` weighted by instance
+/// size).
+fn active_counts(data: &PoolData, mip: &mut Mip, n_cols: &[Vec<usize>]) -> Vec<Vec<(usize, f64)>> {
+    let timeline = &data.timeline;
+    let mut per_segment: Vec<Vec<(usize, f64)>> = vec![Vec::new(); timeline.segments()];
+    for (t, cols) in data.terms.iter().zip(n_cols) {
+        let mut points: Vec<u32> = t.starts.iter().flat_map(|s| [s.start, s.end]).collect();
+        points.sort_unstable();
+        points.dedup();
+        let index = |p: u32| points.binary_search(&p).unwrap_or_else(|i| i);
+        let mut starting = vec![Vec::new(); points.len()];
+        let mut ending = vec![Vec::new(); points.len()];
+        for (s, &c) in t.starts.iter().zip(cols) {
+            starting[index(s.start)].push(c);
+            ending[index(s.end)].push(c);
+        }
+        let coefficient = f64::from(t.gpus / data.unit);
+        let limit = t.max.map_or(f64::INFINITY, f64::from);
+        let mut a_cols = Vec::with_capacity(points.len().saturating_sub(1));
+        for i in 0..points.len().saturating_sub(1) {
+            let a = mip.add_col(0.0, 0.0, limit, false);
+            let mut entries = vec![(a, 1.0)];
+            entries.extend(a_cols.last().map(|&p| (p, -1.0)));
+            entries.extend(starting[i].iter().map(|&c| (c, -1.0)));
+            entries.extend(ending[i].iter().map(|&c| (c, 1.0)));
+            mip.add_row(0.0, 0.0, entries);
+            a_cols.push(a);
+            let (first, last) = (timeline.point(points[i]), timeline.point(points[i + 1]));
+            for (j, expr) in per_segment.iter_mut().enumerate().take(last).skip(first) {
+                if data.total.iter().any(|total| total[j] > 0) {
+                    expr.push((a, coefficient));
+                }
+            }
+        }
+    }
+    per_segment
+}
+
+/// Term units active in each pool segment for `chosen` purchases (as from `PoolModel::chosen`).
+fn term_units(data: &PoolData, chosen: &[(usize, usize, u32)]) -> Vec<u64> {
+    let timeline = &data.timeline;
+    let mut diff = vec![0i64; timeline.segments() + 1];
+    for &(t, s, n) in chosen {
+        let (t, start) = (&data.terms[t], &data.terms[t].starts[s]);
+        let units = i64::from(t.gpus / data.unit) * i64::from(n);
+        diff[timeline.point(start.start)] += units;
+        diff[timeline.point(start.end)] -= units;
+    }
+    let mut level = 0i64;
+    diff[..timeline.segments()]
+        .iter()
+        .map(|d| {
+            level += d;
+            level as u64
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::problem::{parse, validate};
+    use crate::solver::pool::Scope;
+
+    #[test]
+    fn corners_of_a_convex_sequence() {
+        assert_eq!(corners(&[10.0, 7.0, 4.0, 2.0, 0.0, 0.0]), vec![0, 2, 4, 5]);
+        assert_eq!(corners(&[5.0]), vec![0]);
+    }
+
+    #[test]
+    fn hours_whose_cost_is_not_convex_in_term_capacity_get_whole_instances() {
+        // 4-GPU terms against 5-GPU on-demand instances: 10 GPUs cost 2 instances with no
+        // term, still 2 with one term (6 left), 1 with two: not convex.
+        let text = include_str!("../../tests/fixtures/problems/nonconvex.json");
+        let problem = parse(text, Path::new("nonconvex.json")).expect("parses");
+        let validated = validate(problem).expect("valid");
+        let data = PoolData::new(&validated, &Scope::full(0));
+        let model = PoolModel::build(&data, Mode::Cost);
+        assert!(model.integer_segments > 0);
+        assert!(
+            model.mip.integer.iter().filter(|&&i| i).count()
+                > model.n_cols.iter().map(Vec::len).sum::<usize>()
+        );
+    }
+}

@@ -1,0 +1,91 @@
+//! Pool plans → the `gpucap.solution/v1` document, with every cost recomputed from the
+//! whole-number decisions (never taken from the MIP's floating-point objective).
+
+use crate::problem::{
+    Purchase, SOLUTION_SCHEMA, ScenarioSolution, Solution, Status, Usage, Validated,
+};
+
+use super::model::PoolPlan;
+
+/// The solution for `plans` (one per pool, in any order). Status and bound are the caller's.
+pub(crate) fn solution(v: &Validated, plans: &[PoolPlan]) -> Solution {
+    let problem = v.problem();
+    let mut purchases: Vec<(usize, u32, u32)> = plans
+        .iter()
+        .flat_map(|p| p.purchases.iter().copied())
+        .collect();
+    purchases.sort_unstable();
+    // Folds from +0.0: an empty f64 sum is -0.0, which would print as `-0.0`.
+    let term_cost = purchases
+        .iter()
+        .map(|&(o, _, n)| f64::from(n) * v.term_cost_per_instance(o))
+        .fold(0.0, |a, b| a + b);
+    let scenarios: Vec<ScenarioSolution> = problem
+        .scenarios
+        .iter()
+        .enumerate()
+        .map(|(k, scenario)| {
+            let mut usage: Vec<(usize, Vec<_>)> = plans
+                .iter()
+                .filter_map(|p| p.usage.get(k))
+                .flatten()
+                .cloned()
+                .collect();
+            usage.sort_by_key(|(o, _)| *o);
+            let cost = usage
+                .iter()
+                .map(|(o, segments)| {
+                    let instance_hours: u64 = segments
+                        .iter()
+                        .map(|s| u64::from(s.len()) * u64::from(s.value()))
+                        .sum();
+                    instance_hours as f64 * v.hourly_cost(*o)
+                })
+                .fold(0.0, |a, b| a + b);
+            let usage = usage
+                .into_iter()
+                .map(|(o, segments)| Usage {
+                    offer: problem.offers[o].id.clone(),
+                    segments,
+                })
+                .collect();
+            ScenarioSolution {
+                name: scenario.name.clone(),
+                cost,
+                usage,
+            }
+        })
+        .collect();
+    let expected_cost = problem
+        .scenarios
+        .iter()
+        .zip(&scenarios)
+        .map(|(s, k)| s.probability * k.cost)
+        .fold(term_cost, |a, b| a + b);
+    let purchases = purchases
+        .into_iter()
+        .map(|(o, start_hour, instances)| Purchase {
+            offer: problem.offers[o].id.clone(),
+            start_hour,
+            instances,
+        })
+        .collect();
+    Solution {
+        schema: SOLUTION_SCHEMA.to_string(),
+        status: Status::Feasible,
+        expected_cost,
+        bound: 0.0,
+        term_cost,
+        purchases,
+        scenarios,
+        message: None,
+    }
+}
+
+/// The solution when demand cannot be covered: no plan, and why.
+pub(crate) fn infeasible(v: &Validated, message: String) -> Solution {
+    let mut solution = solution(v, &[]);
+    solution.status = Status::Infeasible;
+    solution.message = Some(message);
+    solution
+}

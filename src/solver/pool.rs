@@ -1,0 +1,379 @@
+//! One pool's share of the problem, prepared for the model: its timeline, demand per segment,
+//! the term purchases worth considering, and the on-demand and spot offers left after removing
+//! those another offer always beats.
+//!
+//! Pools share nothing (each offer serves one pool, the budget bounds the total after the fact),
+//! so each pool is solved on its own.
+
+use crate::problem::{OfferKind, Validated};
+
+use super::timeline::Timeline;
+
+/// Which offers of a pool a solve may use, and optionally term purchases fixed in advance (the
+/// reserve-the-peak baseline).
+#[derive(Debug, Clone)]
+pub(crate) struct Scope {
+    pub pool: usize,
+    pub on_demand: bool,
+    pub spot: bool,
+    pub terms: Terms,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) enum Terms {
+    /// Not allowed.
+    None,
+    /// Chosen by the solver.
+    Free,
+    /// Fixed purchases `(offer, start, instances)`.
+    Fixed(Vec<(usize, u32, u32)>),
+}
+
+impl Scope {
+    pub fn full(pool: usize) -> Self {
+        Scope {
+            pool,
+            on_demand: true,
+            spot: true,
+            terms: Terms::Free,
+        }
+    }
+}
+
+/// A term purchase the model may make: `n[offer, start] ∈ [lower, upper]`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Start {
+    pub start: u32,
+    /// `min(start + term_hours, H)`.
+    pub end: u32,
+    pub lower: u32,
+    pub upper: u32,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct TermOffer {
+    pub offer: usize,
+    pub gpus: u32,
+    pub max: Option<u32>,
+    pub cost: f64,
+    pub starts: Vec<Start>,
+}
+
+/// An on-demand or spot offer as one scenario sees it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct HourlyOffer {
+    pub offer: usize,
+    pub kind: OfferKind,
+    pub gpus: u32,
+    pub limit: Option<u32>,
+    /// Per instance-hour, spot overhead included.
+    pub price: f64,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct PoolData {
+    pub pool: usize,
+    pub timeline: Timeline,
+    /// `firm[k][j]`, `total[k][j]` (firm + flex): GPUs needed in each hour of segment j.
+    pub firm: Vec<Vec<u64>>,
+    pub total: Vec<Vec<u64>>,
+    pub terms: Vec<TermOffer>,
+    /// Per scenario, the on-demand and spot offers not dominated by another.
+    pub hourly: Vec<Vec<HourlyOffer>>,
+    /// GPUs per model unit: the greatest common divisor of every instance size, so coverage
+    /// comes in whole units and demand can be rounded up to them.
+    pub unit: u32,
+    pub probability: Vec<f64>,
+}
+
+impl PoolData {
+    pub fn new(v: &Validated, scope: &Scope) -> Self {
+        let p = scope.pool;
+        let problem = v.problem();
+        let hours = problem.hours;
+        let scenarios = problem.scenarios.len();
+        let mut terms = term_offers(v, scope);
+        let mut cuts: Vec<u32> = terms
+            .iter()
+            .flat_map(|t| t.starts.iter().flat_map(|s| [s.start, s.end]))
+            .collect();
+        for k in 0..scenarios {
+            let d = v.demand(k, p);
+            cuts.extend(
+                d.firm
+                    .iter()
+                    .chain(&d.flex)
+                    .flat_map(|s| [s.from(), s.to()]),
+            );
+        }
+        let timeline = Timeline::new(hours, cuts);
+        let firm: Vec<Vec<u64>> = (0..scenarios)
+            .map(|k| timeline.accumulate(&v.demand(k, p).firm))
+            .collect();
+        let total: Vec<Vec<u64>> = (0..scenarios)
+            .map(|k| {
+                let flex = timeline.accumulate(&v.demand(k, p).flex);
+                firm[k].iter().zip(flex).map(|(f, x)| f + x).collect()
+            })
+            .collect();
+        let peak: Vec<u64> = (0..timeline.segments())
+            .map(|j| total.iter().map(|t| t[j]).max().unwrap_or(0))
+            .collect();
+        if matches!(scope.terms, Terms::Free) {
+            for t in &mut terms {
+                cap_by_peak(t, &timeline, &peak);
+                if t.max.is_none() {
+                    drop_covered_starts(t, hours);
+                }
+            }
+            terms.retain(|t| !t.starts.is_empty());
+        }
+        let hourly: Vec<Vec<HourlyOffer>> =
+            (0..scenarios).map(|k| hourly_offers(v, scope, k)).collect();
+        let sizes = hourly
+            .iter()
+            .flatten()
+            .map(|h| h.gpus)
+            .chain(terms.iter().map(|t| t.gpus));
+        let unit = sizes.fold(0, gcd).max(1);
+        let probability = problem.scenarios.iter().map(|s| s.probability).collect();
+        PoolData {
+            pool: p,
+            timeline,
+            firm,
+            total,
+            terms,
+            hourly,
+            unit,
+            probability,
+        }
+    }
+
+    /// The most units the on-demand and the spot offers of scenario k can supply in an hour
+    /// (`u64::MAX` without a limit).
+    pub fn hourly_capacity(&self, k: usize) -> (u64, u64) {
+        let unit = self.unit;
+        let capacity = |kind: OfferKind| {
+            self.hourly[k]
+                .iter()
+                .filter(|o| o.kind == kind)
+                .map(|o| {
+                    o.limit
+                        .map_or(u64::MAX, |l| u64::from(l) * u64::from(o.gpus / unit))
+                })
+                .fold(0u64, u64::saturating_add)
+        };
+        (capacity(OfferKind::OnDemand), capacity(OfferKind::Spot))
+    }
+
+    /// Units of scenario k's firm and all demand in segment j beyond `term` units that the
+    /// hourly offers cannot cover.
+    pub fn uncovered(&self, k: usize, j: usize, term: u64) -> (u64, u64) {
+        let (on_demand, spot) = self.hourly_capacity(k);
+        let (f, d) = self.units(k, j);
+        let firm = f.saturating_sub(term).saturating_sub(on_demand);
+        let total = d
+            .saturating_sub(term)
+            .saturating_sub(on_demand.saturating_add(spot));
+        (firm, total)
+    }
+
+    pub fn scenarios(&self) -> usize {
+        self.firm.len()
+    }
+
+    /// Firm and all demand of scenario k in segment j, in whole units (rounded up).
+    pub fn units(&self, k: usize, j: usize) -> (u64, u64) {
+        let unit = u64::from(self.unit);
+        (
+            self.firm[k][j].div_ceil(unit),
+            self.total[k][j].div_ceil(unit),
+        )
+    }
+}
+
+fn term_offers(v: &Validated, scope: &Scope) -> Vec<TermOffer> {
+    let problem = v.problem();
+    let hours = problem.hours;
+    let offer = |o: usize, starts: Vec<Start>| {
+        let def = &problem.offers[o];
+        TermOffer {
+            offer: o,
+            gpus: def.gpus_per_instance,
+            max: def.max_instances,
+            cost: v.term_cost_per_instance(o),
+            starts,
+        }
+    };
+    let end = |o: usize, s: u32| {
+        let term = problem.offers[o].term_hours.unwrap_or(0);
+        s.saturating_add(term).min(hours)
+    };
+    match &scope.terms {
+        Terms::None => Vec::new(),
+        Terms::Free => (0..problem.offers.len())
+            .filter(|&o| v.pool_of(o) == scope.pool && problem.offers[o].kind == OfferKind::Term)
+            .filter(|&o| problem.offers[o].max_instances != Some(0))
+            .map(|o| {
+                let max = problem.offers[o].max_instances.unwrap_or(u32::MAX);
+                let starts = v
+                    .starts(o)
+                    .iter()
+                    .map(|&s| Start {
+                        start: s,
+                        end: end(o, s),
+                        lower: 0,
+                        upper: max,
+                    })
+                    .collect();
+                offer(o, starts)
+            })
+            .collect(),
+        Terms::Fixed(purchases) => {
+            let mut out: Vec<TermOffer> = Vec::new();
+            for &(o, s, n) in purchases
+                .iter()
+                .filter(|&&(o, _, n)| v.pool_of(o) == scope.pool && n > 0)
+            {
+                let start = Start {
+                    start: s,
+                    end: end(o, s),
+                    lower: n,
+                    upper: n,
+                };
+                match out.iter_mut().find(|t| t.offer == o) {
+                    Some(t) => t.starts.push(start),
+                    None => out.push(offer(o, vec![start])),
+                }
+            }
+            out
+        }
+    }
+}
+
+/// More instances of one purchase than its window's peak demand needs never help (dropping one
+/// keeps every hour covered and costs no more), so each purchase is capped at
+/// `ceil(peak / gpus_per_instance)`, and purchases in windows without demand are dropped.
+fn cap_by_peak(term: &mut TermOffer, timeline: &Timeline, peak: &[u64]) {
+    let windows: Vec<(usize, usize)> = term
+        .starts
+        .iter()
+        .map(|s| (timeline.point(s.start), timeline.point(s.end)))
+        .collect();
+    let maxima = window_max(peak, &windows);
+    let g = u64::from(term.gpus);
+    for (s, m) in term.starts.iter_mut().zip(maxima) {
+        s.upper = s
+            .upper
+            .min(u32::try_from(m.div_ceil(g)).unwrap_or(u32::MAX));
+    }
+    term.starts.retain(|s| s.upper > 0);
+}
+
+/// Once a start's term reaches the end of the horizon, a later start of the same offer covers
+/// fewer hours at the same price; without a limit on instances in use, buying at the earlier
+/// start instead is never worse. So an unlimited offer keeps its starts up to the first one
+/// whose term reaches the horizon's end (which inherits the largest cap of those dropped).
+fn drop_covered_starts(term: &mut TermOffer, hours: u32) {
+    let Some(first) = term.starts.iter().position(|s| s.end >= hours) else {
+        return;
+    };
+    let cap = term.starts[first..]
+        .iter()
+        .map(|s| s.upper)
+        .max()
+        .unwrap_or(0);
+    term.starts.truncate(first + 1);
+    term.starts[first].upper = cap;
+}
+
+/// The maximum of `values[lo..hi]` for each window; windows move monotonically right (both ends
+/// ascending), as the windows of one term offer's sorted starts do.
+fn window_max(values: &[u64], windows: &[(usize, usize)]) -> Vec<u64> {
+    let mut deque = std::collections::VecDeque::new();
+    let mut next = 0;
+    windows
+        .iter()
+        .map(|&(lo, hi)| {
+            while next < hi {
+                while deque
+                    .back()
+                    .is_some_and(|&b: &usize| values[b] <= values[next])
+                {
+                    deque.pop_back();
+                }
+                deque.push_back(next);
+                next += 1;
+            }
+            while deque.front().is_some_and(|&f| f < lo) {
+                deque.pop_front();
+            }
+            deque.front().map_or(0, |&f| values[f])
+        })
+        .collect()
+}
+
+/// The on-demand and spot offers of the pool usable in scenario `k`, without those another
+/// offer beats: B is dropped when an offer A with no limit in this scenario has a
+/// `gpus_per_instance` dividing B's, costs no more per GPU-hour, and serves whatever B serves
+/// (on-demand serves all demand, spot only flex). Replacing each B instance by `g_B / g_A`
+/// instances of A then never costs more. Ties go to on-demand, then smaller instances, then
+/// the earlier offer, so two equal offers never remove each other.
+fn hourly_offers(v: &Validated, scope: &Scope, k: usize) -> Vec<HourlyOffer> {
+    let problem = v.problem();
+    let all: Vec<HourlyOffer> = (0..problem.offers.len())
+        .filter(|&o| v.pool_of(o) == scope.pool)
+        .filter(|&o| match problem.offers[o].kind {
+            OfferKind::OnDemand => scope.on_demand,
+            OfferKind::Spot => scope.spot,
+            OfferKind::Term => false,
+        })
+        .map(|o| HourlyOffer {
+            offer: o,
+            kind: problem.offers[o].kind,
+            gpus: problem.offers[o].gpus_per_instance,
+            limit: v.limit(k, o),
+            price: v.hourly_cost(o),
+        })
+        .filter(|h| h.limit != Some(0))
+        .collect();
+    let rank = |h: &HourlyOffer| (h.kind == OfferKind::Spot, h.gpus, h.offer);
+    let beats = |a: &HourlyOffer, b: &HourlyOffer| {
+        if a.offer == b.offer || a.limit.is_some() || !b.gpus.is_multiple_of(a.gpus) {
+            return false;
+        }
+        if a.kind == OfferKind::Spot && b.kind == OfferKind::OnDemand {
+            return false;
+        }
+        let a_cost = a.price * f64::from(b.gpus / a.gpus);
+        a_cost < b.price || (a_cost == b.price && rank(a) < rank(b))
+    };
+    all.iter()
+        .filter(|b| !all.iter().any(|a| beats(a, b)))
+        .copied()
+        .collect()
+}
+
+pub(crate) fn gcd(a: u32, b: u32) -> u32 {
+    if b == 0 { a } else { gcd(b, a % b) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sliding_window_maxima() {
+        let v = [1, 5, 2, 0, 3, 1];
+        assert_eq!(
+            window_max(&v, &[(0, 2), (1, 3), (2, 5), (5, 6), (6, 6)]),
+            vec![5, 5, 3, 1, 0]
+        );
+    }
+
+    #[test]
+    fn unit_is_the_common_divisor() {
+        assert_eq!(gcd(8, 12), 4);
+        assert_eq!(gcd(0, 8), 8);
+    }
+}

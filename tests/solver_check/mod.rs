@@ -1,0 +1,300 @@
+//! An independent checker of `gpucap.solution/v1` documents, written from
+//! `shared/spec/problem-v1.md` and not from the solver: it expands everything hour by hour,
+//! recomputes every cost, and checks coverage, limits and allowed starts. Every solve in the
+//! solver tests goes through it.
+//!
+//! Include with `mod solver_check;`.
+
+#![allow(dead_code)]
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use gpucap::problem::{OfferKind, Problem, Solution, Starts, Status};
+
+/// Relative tolerance for recomputed costs (the spec's 1e-6).
+const TOLERANCE: f64 = 1e-6;
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= TOLERANCE * a.abs().max(b.abs()).max(1.0)
+}
+
+/// The allowed starts of a term offer, expanded as the spec says.
+pub fn allowed_starts(starts: &Starts, hours: u32) -> BTreeSet<u32> {
+    match starts {
+        Starts::List(list) => list.iter().copied().collect(),
+        Starts::Range(r) => {
+            let mut out = BTreeSet::new();
+            let mut s = u64::from(r.from);
+            while s < u64::from(r.to.min(hours)) {
+                out.insert(s as u32);
+                s += u64::from(r.step);
+            }
+            out
+        }
+    }
+}
+
+/// GPUs needed per hour: `(firm, flex)` for a pool in a scenario.
+pub fn demand(problem: &Problem, k: usize, pool: &str) -> (Vec<u64>, Vec<u64>) {
+    let h = problem.hours as usize;
+    let (mut firm, mut flex) = (vec![0u64; h], vec![0u64; h]);
+    if let Some(d) = problem.scenarios[k].demand.get(pool) {
+        for s in &d.firm {
+            for t in s.0..s.1 {
+                firm[t as usize] += u64::from(s.2);
+            }
+        }
+        for s in &d.flex {
+            for t in s.0..s.1 {
+                flex[t as usize] += u64::from(s.2);
+            }
+        }
+    }
+    (firm, flex)
+}
+
+/// Checks `solution` against `problem`; returns every violation found.
+pub fn check(problem: &Problem, solution: &Solution) -> Result<(), String> {
+    let mut errors: Vec<String> = Vec::new();
+    let mut fail = |e: String| errors.push(e);
+    if solution.schema != "gpucap.solution/v1" {
+        fail(format!("schema is {}", solution.schema));
+    }
+    let no_plan =
+        solution.purchases.is_empty() && solution.scenarios.iter().all(|s| s.usage.is_empty());
+    if solution.status == Status::Infeasible {
+        if solution.message.as_deref().is_none_or(str::is_empty) {
+            fail("infeasible without a message".into());
+        }
+        if no_plan && solution.expected_cost == 0.0 {
+            return finish(errors);
+        }
+    }
+    let h = problem.hours as usize;
+    let offers: BTreeMap<&str, usize> = problem
+        .offers
+        .iter()
+        .enumerate()
+        .map(|(i, o)| (o.id.as_str(), i))
+        .collect();
+
+    // First stage: purchases at allowed starts, within limits.
+    let mut term_cost = 0.0;
+    let mut seen = BTreeSet::new();
+    let mut active = vec![vec![0u64; h]; problem.offers.len()];
+    for p in &solution.purchases {
+        let Some(&o) = offers.get(p.offer.as_str()) else {
+            fail(format!("purchase of unknown offer {}", p.offer));
+            continue;
+        };
+        let offer = &problem.offers[o];
+        if offer.kind != OfferKind::Term {
+            fail(format!("purchase of non-term offer {}", p.offer));
+            continue;
+        }
+        if !seen.insert((o, p.start_hour)) {
+            fail(format!("two entries for {} at {}", p.offer, p.start_hour));
+        }
+        if p.instances == 0 {
+            fail(format!("zero purchase of {} listed", p.offer));
+        }
+        let starts = allowed_starts(
+            offer.starts.as_ref().expect("term offers have starts"),
+            problem.hours,
+        );
+        if !starts.contains(&p.start_hour) || p.start_hour >= problem.hours {
+            fail(format!(
+                "{} bought at {}, not an allowed start",
+                p.offer, p.start_hour
+            ));
+        }
+        let term = offer.term_hours.expect("term offers have term_hours");
+        term_cost += f64::from(p.instances)
+            * (offer.price_per_instance_hour * f64::from(term)
+                + offer.upfront_per_instance.unwrap_or(0.0));
+        let end = (u64::from(p.start_hour) + u64::from(term)).min(h as u64) as usize;
+        for a in &mut active[o][(p.start_hour as usize).min(h)..end] {
+            *a += u64::from(p.instances);
+        }
+    }
+    for (o, offer) in problem.offers.iter().enumerate() {
+        if let Some(max) = offer.max_instances
+            && let Some(t) = (0..h).find(|&t| active[o][t] > u64::from(max))
+        {
+            fail(format!(
+                "{}: {} instances active at hour {t}, limit {max}",
+                offer.id, active[o][t]
+            ));
+        }
+    }
+    if !close(term_cost, solution.term_cost) {
+        fail(format!(
+            "term_cost {} but purchases cost {term_cost}",
+            solution.term_cost
+        ));
+    }
+
+    // Second stage, per scenario.
+    if solution.scenarios.len() != problem.scenarios.len() {
+        fail(format!(
+            "{} scenarios in the solution, {} in the problem",
+            solution.scenarios.len(),
+            problem.scenarios.len()
+        ));
+        return finish(errors);
+    }
+    let mut expected = term_cost;
+    for (k, (scenario, answer)) in problem
+        .scenarios
+        .iter()
+        .zip(&solution.scenarios)
+        .enumerate()
+    {
+        if scenario.name != answer.name {
+            fail(format!(
+                "scenario {k} is {} in the solution, {} in the problem",
+                answer.name, scenario.name
+            ));
+        }
+        let mut running = vec![vec![0u64; h]; problem.offers.len()];
+        let mut cost = 0.0;
+        for usage in &answer.usage {
+            let Some(&o) = offers.get(usage.offer.as_str()) else {
+                fail(format!("usage of unknown offer {}", usage.offer));
+                continue;
+            };
+            let offer = &problem.offers[o];
+            if offer.kind == OfferKind::Term {
+                fail(format!("usage of term offer {}", usage.offer));
+                continue;
+            }
+            let price = offer.price_per_instance_hour * (1.0 + offer.overhead.unwrap_or(0.0));
+            for s in &usage.segments {
+                if !(s.0 < s.1 && s.1 <= problem.hours && s.2 > 0) {
+                    fail(format!("{}: bad segment {s:?}", usage.offer));
+                    continue;
+                }
+                for t in s.0..s.1 {
+                    if running[o][t as usize] > 0 {
+                        fail(format!("{}: overlapping segments at hour {t}", usage.offer));
+                    }
+                    running[o][t as usize] += u64::from(s.2);
+                }
+                cost += f64::from(s.1 - s.0) * f64::from(s.2) * price;
+            }
+            let limit = scenario
+                .max_instances
+                .get(&offer.id)
+                .copied()
+                .or(offer.max_instances);
+            if let Some(limit) = limit
+                && let Some(t) = (0..h).find(|&t| running[o][t] > u64::from(limit))
+            {
+                fail(format!(
+                    "{} in {}: {} instances at hour {t}, limit {limit}",
+                    offer.id, scenario.name, running[o][t]
+                ));
+            }
+        }
+        if !close(cost, answer.cost) {
+            fail(format!(
+                "scenario {} costs {} but its usage costs {cost}",
+                scenario.name, answer.cost
+            ));
+        }
+        expected += scenario.probability * cost;
+        for pool in &problem.pools {
+            let (firm, flex) = demand(problem, k, pool);
+            for t in 0..h {
+                let mut firm_cover = 0u64;
+                let mut all_cover = 0u64;
+                for (o, offer) in problem
+                    .offers
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, o)| &o.pool == pool)
+                {
+                    let g = u64::from(offer.gpus_per_instance);
+                    match offer.kind {
+                        OfferKind::Term => {
+                            firm_cover += g * active[o][t];
+                            all_cover += g * active[o][t];
+                        }
+                        OfferKind::OnDemand => {
+                            firm_cover += g * running[o][t];
+                            all_cover += g * running[o][t];
+                        }
+                        OfferKind::Spot => all_cover += g * running[o][t],
+                    }
+                }
+                if firm_cover < firm[t] || all_cover < firm[t] + flex[t] {
+                    fail(format!(
+                        "{pool} in {} at hour {t}: firm {} covered {firm_cover}, all {} covered {all_cover}",
+                        scenario.name,
+                        firm[t],
+                        firm[t] + flex[t]
+                    ));
+                    break;
+                }
+            }
+        }
+    }
+    if !close(expected, solution.expected_cost) {
+        fail(format!(
+            "expected_cost {} but recomputed {expected}",
+            solution.expected_cost
+        ));
+    }
+    if solution.bound > solution.expected_cost * (1.0 + 1e-9) + 1e-9 {
+        fail(format!(
+            "bound {} above the cost {}",
+            solution.bound, solution.expected_cost
+        ));
+    }
+    if solution.status == Status::Optimal
+        && solution.expected_cost - solution.bound
+            > TOLERANCE * solution.expected_cost.abs().max(1e-9)
+    {
+        fail(format!(
+            "optimal with bound {} and cost {}",
+            solution.bound, solution.expected_cost
+        ));
+    }
+    match (problem.budget, solution.status) {
+        (Some(b), Status::Optimal | Status::Feasible)
+            if solution.expected_cost > b * (1.0 + 1e-9) =>
+        {
+            fail(format!(
+                "cost {} over the budget {b}",
+                solution.expected_cost
+            ));
+        }
+        (Some(b), Status::Infeasible) if solution.expected_cost <= b => {
+            fail(format!(
+                "infeasible, yet the plan given costs {} within the budget {b}",
+                solution.expected_cost
+            ));
+        }
+        _ => {}
+    }
+    finish(errors)
+}
+
+fn finish(errors: Vec<String>) -> Result<(), String> {
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors.join("\n"))
+    }
+}
+
+/// Panics with the violations, and the problem, when `solution` does not check.
+pub fn assert_checks(problem: &Problem, solution: &Solution) {
+    if let Err(e) = check(problem, solution) {
+        panic!(
+            "solution fails the checker:\n{e}\nproblem: {}\nsolution: {}",
+            serde_json::to_string(problem).unwrap_or_default(),
+            serde_json::to_string(solution).unwrap_or_default()
+        );
+    }
+}

@@ -1,0 +1,144 @@
+//! gpucap's optimum against HiGHS (highspy, from the test-peer virtualenv) solving the plain
+//! hourly MILP of the same problem, formulated independently in
+//! `benches/support/hourly_milp.py`: the same optimal cost to 1e-6 wherever HiGHS proves
+//! optimality, and within HiGHS's bounds where it stops at its time limit.
+
+#[path = "../benches/support/generate.rs"]
+mod generate;
+#[path = "support/python.rs"]
+mod python;
+mod solver_check;
+
+use std::path::Path;
+use std::process::Command;
+
+use gpucap::problem::{Problem, Status, validate};
+use gpucap::solver::{SolveOptions, solve};
+
+/// HiGHS's time on any one instance here; the instances are small.
+const HIGHS_SECONDS: f64 = 20.0;
+
+struct Highs {
+    status: String,
+    objective: Option<f64>,
+    bound: Option<f64>,
+}
+
+fn highs(problem: &Problem) -> Highs {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("problem.json");
+    std::fs::write(&path, serde_json::to_string(problem).expect("json")).expect("write");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/support/hourly_milp.py");
+    let out = Command::new(python::python())
+        .arg(script)
+        .arg(&path)
+        .args(["--time-limit", &HIGHS_SECONDS.to_string()])
+        .output()
+        .expect("run python");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json from the script");
+    Highs {
+        status: v["status"].as_str().unwrap_or_default().to_string(),
+        objective: v["objective"].as_f64(),
+        bound: v["bound"].as_f64(),
+    }
+}
+
+fn compare(name: &str, problem: &Problem) {
+    let validated = validate(problem.clone()).expect("valid");
+    let ours = solve(&validated, &SolveOptions::default());
+    solver_check::assert_checks(problem, &ours);
+    let theirs = highs(problem);
+    let tolerance = |x: f64| 1e-6 * x.abs().max(1.0);
+    match theirs.status.as_str() {
+        "Infeasible" => {
+            assert_eq!(
+                ours.status,
+                Status::Infeasible,
+                "{name}: HiGHS finds it infeasible"
+            );
+            assert!(
+                ours.purchases.is_empty() && ours.expected_cost == 0.0,
+                "{name}: no plan"
+            );
+        }
+        "Optimal" => {
+            let objective = theirs.objective.expect("an objective");
+            assert!(
+                (ours.expected_cost - objective).abs() <= tolerance(objective),
+                "{name}: gpucap {} vs HiGHS {objective}",
+                ours.expected_cost
+            );
+        }
+        other => {
+            // Stopped early: the optimum lies between HiGHS's bound and its best plan.
+            if let Some(objective) = theirs.objective {
+                assert!(
+                    ours.expected_cost <= objective + tolerance(objective),
+                    "{name} ({other}): {} > {objective}",
+                    ours.expected_cost
+                );
+            }
+            if let Some(bound) = theirs.bound {
+                assert!(
+                    ours.expected_cost >= bound - tolerance(bound),
+                    "{name} ({other}): {} < {bound}",
+                    ours.expected_cost
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn fixtures_match_highs() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/problems");
+    for name in [
+        "spec-example.json",
+        "nonconvex.json",
+        "infeasible-capacity.json",
+        "infeasible-overlap.json",
+    ] {
+        let problem: Problem =
+            serde_json::from_str(&std::fs::read_to_string(dir.join(name)).expect("fixture"))
+                .expect("problem");
+        compare(name, &problem);
+    }
+}
+
+#[test]
+fn generated_calendars_match_highs() {
+    let shapes = [
+        generate::Shape {
+            hours: 168,
+            pools: 1,
+            offers: 5,
+            start_step: 24,
+            scenarios: 1,
+            seed: 1,
+        },
+        generate::Shape {
+            hours: 336,
+            pools: 2,
+            offers: 8,
+            start_step: 24,
+            scenarios: 2,
+            seed: 2,
+        },
+        generate::Shape {
+            hours: 120,
+            pools: 1,
+            offers: 5,
+            start_step: 1,
+            scenarios: 2,
+            seed: 3,
+        },
+    ];
+    for shape in shapes {
+        compare(&format!("{shape:?}"), &generate::generate(&shape));
+    }
+}
