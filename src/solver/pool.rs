@@ -84,6 +84,8 @@ pub(crate) struct PoolData {
     /// comes in whole units and demand can be rounded up to them.
     pub unit: u32,
     pub probability: Vec<f64>,
+    /// Hours where some scenario's demand changes.
+    pub demand_cuts: Vec<u32>,
 }
 
 impl PoolData {
@@ -93,20 +95,22 @@ impl PoolData {
         let hours = problem.hours;
         let scenarios = problem.scenarios.len();
         let mut terms = term_offers(v, scope);
-        let mut cuts: Vec<u32> = terms
-            .iter()
-            .flat_map(|t| t.starts.iter().flat_map(|s| [s.start, s.end]))
-            .collect();
+        let mut demand_cuts = Vec::new();
         for k in 0..scenarios {
             let d = v.demand(k, p);
-            cuts.extend(
-                d.firm
-                    .iter()
-                    .chain(&d.flex)
-                    .flat_map(|s| [s.from(), s.to()]),
-            );
+            let ends = d
+                .firm
+                .iter()
+                .chain(&d.flex)
+                .flat_map(|s| [s.from(), s.to()]);
+            demand_cuts.extend(ends);
         }
-        let timeline = Timeline::new(hours, cuts);
+        demand_cuts.sort_unstable();
+        demand_cuts.dedup();
+        let windows = terms
+            .iter()
+            .flat_map(|t| t.starts.iter().flat_map(|s| [s.start, s.end]));
+        let timeline = Timeline::new(hours, demand_cuts.iter().copied().chain(windows));
         let firm: Vec<Vec<u64>> = (0..scenarios)
             .map(|k| timeline.accumulate(&v.demand(k, p).firm))
             .collect();
@@ -137,7 +141,7 @@ impl PoolData {
             .chain(terms.iter().map(|t| t.gpus));
         let unit = sizes.fold(0, gcd).max(1);
         let probability = problem.scenarios.iter().map(|s| s.probability).collect();
-        PoolData {
+        let data = PoolData {
             pool: p,
             timeline,
             firm,
@@ -146,7 +150,10 @@ impl PoolData {
             hourly,
             unit,
             probability,
-        }
+            demand_cuts,
+        };
+        // Cut the timeline again without the windows of the starts just dropped.
+        recut(data)
     }
 
     /// The most units the on-demand and the spot offers of scenario k can supply in an hour
@@ -248,6 +255,31 @@ fn term_offers(v: &Validated, scope: &Scope) -> Vec<TermOffer> {
             }
             out
         }
+    }
+}
+
+/// `data` on the timeline that its remaining starts' windows and the demand changes need.
+fn recut(data: PoolData) -> PoolData {
+    let windows = data
+        .terms
+        .iter()
+        .flat_map(|t| t.starts.iter().flat_map(|s| [s.start, s.end]));
+    let hours = data.timeline.end(data.timeline.segments() - 1);
+    let timeline = Timeline::new(hours, data.demand_cuts.iter().copied().chain(windows));
+    // Demand only changes at demand cuts, which both timelines have.
+    let map: Vec<usize> = (0..timeline.segments())
+        .map(|j| data.timeline.segment_at(timeline.start(j)))
+        .collect();
+    let pick = |per: Vec<Vec<u64>>| -> Vec<Vec<u64>> {
+        per.into_iter()
+            .map(|v| map.iter().map(|&j| v[j]).collect())
+            .collect()
+    };
+    PoolData {
+        timeline,
+        firm: pick(data.firm),
+        total: pick(data.total),
+        ..data
     }
 }
 

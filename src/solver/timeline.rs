@@ -45,6 +45,11 @@ impl Timeline {
         }
     }
 
+    /// The segment containing hour `t`.
+    pub fn segment_at(&self, t: u32) -> usize {
+        self.points.partition_point(|&p| p <= t) - 1
+    }
+
     /// Sums segments `[from, to, value]` (which must start and end on breakpoints) into a value
     /// per timeline segment.
     pub fn accumulate<'a>(&self, segments: impl IntoIterator<Item = &'a Segment>) -> Vec<u64> {
