@@ -69,6 +69,11 @@ impl Mip {
     }
 }
 
+/// From this many rows (hourly term starts over months), the root relaxation is solved by
+/// interior point (IPX) rather than dual simplex: measured 44 s against 231 s on a year of
+/// hourly starts, while below it simplex is faster (1.7 s against 2.4 s at 11,000 rows).
+const LARGE_MODEL_ROWS: usize = 25_000;
+
 /// What the MIP solver was asked to reach.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct MipLimits {
@@ -137,6 +142,9 @@ pub(crate) fn solve(mip: &Mip, limits: MipLimits) -> MipResult {
     model.set_option("mip_abs_gap", 1e-9);
     if let Some(limit) = limits.time_limit {
         model.set_option("time_limit", limit.as_secs_f64().max(0.001));
+    }
+    if mip.num_rows() >= LARGE_MODEL_ROWS {
+        model.set_option("mip_lp_solver", "ipm");
     }
     let solved = model.solve();
     let has_point = solved.primal_solution_status() == highs::HighsSolutionStatus::Feasible;

@@ -8,17 +8,20 @@
 //!   `A[o,i] = A[o,i-1] + (bought at q_i) - (ending at q_i)` and bounded by `max_instances`, so
 //!   each purchase appears in two rows however long its term (an interval matrix in network
 //!   form);
-//! - `T[j]`: term units in pool segment j (a column only where several offers overlap);
-//! - `r[k,j]`: the hourly cost of scenario k in segment j, weighted by probability × hours.
+//! - `T[j]`: term units in pool segment j, at least what the hourly offers' limits leave
+//!   uncovered;
+//! - `λ[j,c]`: weights on the corners of segment j's cost curve (below).
 //!
 //! The second stage is not modelled instance by instance. For each scenario and segment the
-//! exact least hourly cost `Q(T)` is tabulated for every reachable term level T (multiples of
-//! the term sizes' divisor) by [`Recourse`]. Where `Q` is convex on those levels, `r ≥ Q(T)`
-//! is exactly its linear pieces, with no integer variable; a row `T ≥ T_min` says how much term
-//! capacity the hourly limits require. Where `Q` is not convex (mixed instance sizes can make
-//! it so), the on-demand and spot instances of that scenario and segment are integer
-//! variables with their coverage rows instead. Either way the model is exact, and branch and
-//! bound only branches on purchases and on the rare non-convex segments.
+//! exact least hourly cost `Q(T)` of whole on-demand and spot instances is tabulated for every
+//! reachable term level T (multiples of the term sizes' divisor) by [`Recourse`]. Where every
+//! scenario's `Q` is convex on those levels (almost always), their probability-weighted sum
+//! over the segment's hours is convex too, and the segment's cost is exactly a convex
+//! combination of that curve's corners at a level no higher than `T`: two rows, no integer
+//! variable. Where some `Q` is not convex (mixed instance sizes can make it so), the on-demand
+//! and spot instances of that scenario and segment are integer variables with their coverage
+//! rows instead. Either way the model is exact, and branch and bound only branches on
+//! purchases and on the rare non-convex segments.
 
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -157,13 +160,13 @@ impl<'a> PoolModel<'a> {
             if scenario_curves.iter().flatten().all(|c| c.convex) {
                 // One cost column for all scenarios: a sum of convex curves is convex.
                 let sum = weighted_sum(&scenario_curves, &weights);
-                model.add_pieces(&sum, step, 1.0, t);
+                model.add_curve(&sum, step, 1.0, t);
                 continue;
             }
             for (k, curve) in scenario_curves.iter().enumerate() {
                 let Some(curve) = curve else { continue };
                 if curve.convex {
-                    model.add_pieces(curve, step, weights[k], t);
+                    model.add_curve(curve, step, weights[k], t);
                 } else {
                     model.add_instances(k, j, weights[k], t);
                 }
@@ -172,25 +175,28 @@ impl<'a> PoolModel<'a> {
         model
     }
 
-    /// `r ≥ Q(a) + slope × (T/step - a)` for each linear piece of a convex curve.
-    fn add_pieces(&mut self, curve: &Curve, step: u64, weight: f64, term: usize) {
+    /// A convex curve as a convex combination of its corners: weights λ summing to one, each
+    /// costing the curve's value there, at a level no higher than the term units `T`. As the
+    /// curve never rises, the cheapest combination is the curve at `T` (zero past its end).
+    /// Two rows per curve, however many corners.
+    fn add_curve(&mut self, curve: &Curve, step: u64, weight: f64, term: usize) {
         let values = &curve.values;
         if values.iter().all(|&v| v == 0.0) {
             return;
         }
-        let r = self.mip.add_col(weight, 0.0, f64::INFINITY, false);
         let corners = corners(values);
-        for w in corners.windows(2) {
-            let (i, next) = (w[0], w[1]);
-            let slope = (values[next] - values[i]) / (next - i) as f64;
-            let a = (curve.first + i) as f64;
-            // r - (slope/step)·T ≥ Q(a) - slope·a
-            self.mip.add_row(
-                values[i] - slope * a,
-                f64::INFINITY,
-                [(r, 1.0), (term, -slope / step as f64)],
-            );
-        }
+        let lambdas: Vec<(usize, usize)> = corners
+            .iter()
+            .map(|&i| (i, self.mip.add_col(weight * values[i], 0.0, 1.0, false)))
+            .collect();
+        self.mip
+            .add_row(1.0, 1.0, lambdas.iter().map(|&(_, c)| (c, 1.0)));
+        let level = |i: usize| ((curve.first + i) as u64 * step) as f64;
+        let entries = lambdas
+            .iter()
+            .map(|&(i, c)| (c, level(i)))
+            .chain(std::iter::once((term, -1.0)));
+        self.mip.add_row(f64::NEG_INFINITY, 0.0, entries);
     }
 
     /// Integer on-demand and spot instances for scenario k in segment j, with coverage rows.
