@@ -1,7 +1,7 @@
 //! What the AWS provider prices and where it sends requests. The doc comments are the user
 //! documentation of the `[providers.aws]` settings.
 
-use crate::retry::RetryPolicy;
+use crate::retry::{self, RetryPolicy};
 
 /// Environment variable that points every AWS client gpucap makes at another endpoint
 /// (a local emulator, a VPC endpoint).
@@ -84,7 +84,7 @@ impl Default for AwsConfig {
             }],
             placement_target_capacity: Some(1),
             static_credentials: None,
-            retry: RetryPolicy::default(),
+            retry: retry::DEFAULT_POLICY,
         }
     }
 }

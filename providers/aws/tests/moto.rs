@@ -76,7 +76,7 @@ fn config(moto: &Moto) -> AwsConfig {
             secret_access_key: "testing".into(),
         }),
         retry: RetryPolicy {
-            max_attempts: 2,
+            max_retries: 1, // two attempts in all
             min_delay: Duration::from_millis(1),
             max_delay: Duration::from_millis(5),
         },

@@ -40,7 +40,7 @@ fn config(server: &Replay, regions: &[&str]) -> AwsConfig {
             secret_access_key: "secret".into(),
         }),
         retry: RetryPolicy {
-            max_attempts: 4,
+            max_retries: 3, // four attempts in all
             min_delay: Duration::from_millis(1),
             max_delay: Duration::from_millis(5),
         },

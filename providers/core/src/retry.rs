@@ -1,8 +1,12 @@
-//! The one retry policy every provider uses for throttled and transient failures:
-//! exponential backoff with jitter (via `backon`), bounded in attempts and delay, retrying only
-//! errors whose [`ProviderError::retryable`] says a later try can succeed.
+//! The one retry loop every provider uses for throttled and transient failures: exponential
+//! backoff with jitter (via `backon`), bounded in attempts and delay. [`RetryPolicy::run`]
+//! retries the errors whose [`ProviderError::retryable`] says a later try can succeed;
+//! [`RetryPolicy::run_when`] is the same loop for a provider's own error type (the AWS and GCP
+//! crates retry their throttling errors with it and report how many attempts were made).
 
+use std::fmt::Display;
 use std::future::Future;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use backon::{ExponentialBuilder, Retryable};
@@ -53,13 +57,33 @@ impl RetryPolicy {
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T, ProviderError>>,
     {
-        op.retry(self.backoff())
-            .sleep(tokio::time::sleep)
-            .when(ProviderError::retryable)
-            .notify(|err: &ProviderError, delay: Duration| {
-                tracing::debug!("{err}; retrying in {:.1}s", delay.as_secs_f64());
-            })
-            .await
+        self.run_when(op, ProviderError::retryable).await.0
+    }
+
+    /// Runs `op` until it succeeds, fails with an error `retryable` rejects, or the retries run
+    /// out (then the last error is returned). Also returns how many times `op` was called, so
+    /// that a final error can say how hard gpucap tried.
+    pub async fn run_when<T, E, F, Fut, R>(&self, mut op: F, retryable: R) -> (Result<T, E>, u32)
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+        E: Display,
+        R: Fn(&E) -> bool,
+    {
+        // Atomic rather than `Cell`, so the future stays `Send` for multi-threaded runtimes.
+        let attempts = AtomicU32::new(0);
+        let result = (|| {
+            attempts.fetch_add(1, Ordering::Relaxed);
+            op()
+        })
+        .retry(self.backoff())
+        .sleep(tokio::time::sleep)
+        .when(retryable)
+        .notify(|err: &E, delay: Duration| {
+            tracing::debug!("{err}; retrying in {:.1}s", delay.as_secs_f64());
+        })
+        .await;
+        (result, attempts.into_inner())
     }
 }
 
@@ -117,6 +141,71 @@ mod tests {
             Err(ProviderError::throttled(Cloud::Azure, "HTTP 429"))
         }));
         assert_eq!(result.expect_err("gives up").kind, ErrorKind::Throttled);
+        assert_eq!(calls.load(Ordering::SeqCst), 4);
+    }
+
+    /// A provider's own error type, as the AWS and GCP crates have.
+    #[derive(Debug, PartialEq, Eq)]
+    enum CloudError {
+        Busy,
+        Denied,
+    }
+
+    impl Display for CloudError {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "{self:?}")
+        }
+    }
+
+    fn busy(err: &CloudError) -> bool {
+        *err == CloudError::Busy
+    }
+
+    #[test]
+    fn run_when_retries_until_success_and_counts_attempts() {
+        let calls = AtomicUsize::new(0);
+        let (result, attempts) = block_on(RetryPolicy::fast(5).run_when(
+            || async {
+                if calls.fetch_add(1, Ordering::SeqCst) < 2 {
+                    Err(CloudError::Busy)
+                } else {
+                    Ok(42)
+                }
+            },
+            busy,
+        ));
+        assert_eq!(result, Ok(42));
+        assert_eq!(attempts, 3);
+        assert_eq!(calls.load(Ordering::SeqCst), 3);
+    }
+
+    #[test]
+    fn run_when_stops_on_an_error_it_does_not_retry() {
+        let calls = AtomicUsize::new(0);
+        let (result, attempts): (Result<(), _>, _) = block_on(RetryPolicy::fast(5).run_when(
+            || async {
+                calls.fetch_add(1, Ordering::SeqCst);
+                Err(CloudError::Denied)
+            },
+            busy,
+        ));
+        assert_eq!(result, Err(CloudError::Denied));
+        assert_eq!(attempts, 1);
+        assert_eq!(calls.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn run_when_gives_up_after_max_retries_and_reports_attempts() {
+        let calls = AtomicUsize::new(0);
+        let (result, attempts): (Result<(), _>, _) = block_on(RetryPolicy::fast(3).run_when(
+            || async {
+                calls.fetch_add(1, Ordering::SeqCst);
+                Err(CloudError::Busy)
+            },
+            busy,
+        ));
+        assert_eq!(result, Err(CloudError::Busy));
+        assert_eq!(attempts, 4);
         assert_eq!(calls.load(Ordering::SeqCst), 4);
     }
 }

@@ -1,7 +1,7 @@
 //! What the GCP provider prices and where it sends requests. The doc comments are the user
 //! documentation of the `[providers.gcp]` settings.
 
-use crate::retry::RetryPolicy;
+use crate::retry::{self, RetryPolicy};
 
 /// Environment variables that point the Cloud Billing / Compute Engine clients elsewhere.
 pub const BILLING_ENDPOINT_ENV: &str = "GPUCAP_GCP_BILLING_ENDPOINT_URL";
@@ -59,7 +59,7 @@ impl Default for GcpConfig {
             billing_endpoint: None,
             compute_endpoint: None,
             credentials: CredentialsSource::Adc,
-            retry: RetryPolicy::default(),
+            retry: retry::DEFAULT_POLICY,
         }
     }
 }

@@ -1,64 +1,37 @@
-//! Retrying throttled GCP calls with exponential backoff and jitter (backon). The SDKs' own
-//! retries are switched off (see `client`), so how often and how long gpucap waits is decided
-//! here, in one place, and is testable with short delays.
+//! Retrying throttled GCP calls. The SDKs' own retries are switched off (see `client`), so how
+//! often and how long gpucap waits is decided here, with GCP's delays, by the one backoff loop
+//! in core ([`RetryPolicy::run_when`]); tests shorten the delays with [`RetryPolicy::fast`].
 
 use std::future::Future;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use backon::{ExponentialBuilder, Retryable};
+pub use gpucap_provider::RetryPolicy;
 
 use crate::error::GcpError;
 
-/// How throttled calls are retried.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RetryPolicy {
-    /// Tries in total, the first included.
-    pub max_attempts: u32,
-    pub min_delay: Duration,
-    pub max_delay: Duration,
-}
-
-impl Default for RetryPolicy {
-    /// Billing and Compute quotas are per minute, so waits from 1 s up to 30 s over six tries
-    /// reach into the next quota window without stalling a run for long.
-    fn default() -> Self {
-        RetryPolicy {
-            max_attempts: 6,
-            min_delay: Duration::from_secs(1),
-            max_delay: Duration::from_secs(30),
-        }
-    }
-}
+/// Billing and Compute quotas are per minute, so waits from 1 s up to 30 s over six tries reach
+/// into the next quota window without stalling a run for long.
+pub const DEFAULT_POLICY: RetryPolicy = RetryPolicy {
+    min_delay: Duration::from_secs(1),
+    max_delay: Duration::from_secs(30),
+    max_retries: 5,
+};
 
 /// Runs `call` until it succeeds, fails for a reason other than throttling, or runs out of
 /// attempts; a final throttling error reports how many attempts were made.
-pub async fn throttled<T, F, Fut>(policy: RetryPolicy, mut call: F) -> Result<T, GcpError>
+pub async fn throttled<T, F, Fut>(policy: RetryPolicy, call: F) -> Result<T, GcpError>
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T, GcpError>>,
 {
-    let attempts = AtomicU32::new(0);
-    let backoff = ExponentialBuilder::default()
-        .with_min_delay(policy.min_delay)
-        .with_max_delay(policy.max_delay)
-        .with_max_times(policy.max_attempts.saturating_sub(1) as usize)
-        .with_jitter();
-    let result = (|| {
-        attempts.fetch_add(1, Ordering::Relaxed);
-        call()
-    })
-    .retry(backoff)
-    .when(GcpError::is_throttling)
-    .notify(|e, wait| tracing::debug!("{e}; retrying in {wait:?}"))
-    .await;
+    let (result, attempts) = policy.run_when(call, GcpError::is_throttling).await;
     result.map_err(|e| match e {
         GcpError::Throttled {
             operation, code, ..
         } => GcpError::Throttled {
             operation,
             code,
-            attempts: attempts.load(Ordering::Relaxed),
+            attempts,
         },
         other => other,
     })
@@ -68,14 +41,6 @@ where
 mod tests {
     use super::*;
 
-    fn fast(max_attempts: u32) -> RetryPolicy {
-        RetryPolicy {
-            max_attempts,
-            min_delay: Duration::from_millis(1),
-            max_delay: Duration::from_millis(2),
-        }
-    }
-
     fn throttle() -> GcpError {
         GcpError::Throttled {
             operation: "Op",
@@ -84,10 +49,15 @@ mod tests {
         }
     }
 
+    #[test]
+    fn default_policy_makes_six_attempts() {
+        assert_eq!(DEFAULT_POLICY.max_retries + 1, 6);
+    }
+
     #[tokio::test]
     async fn retries_throttling_until_success() {
         let mut n = 0;
-        let r = throttled(fast(5), || {
+        let r = throttled(RetryPolicy::fast(4), || {
             n += 1;
             let out = if n < 3 { Err(throttle()) } else { Ok(n) };
             async move { out }
@@ -98,7 +68,7 @@ mod tests {
 
     #[tokio::test]
     async fn gives_up_and_counts_attempts() {
-        let r: Result<(), _> = throttled(fast(4), || async { Err(throttle()) }).await;
+        let r: Result<(), _> = throttled(RetryPolicy::fast(3), || async { Err(throttle()) }).await;
         assert!(
             matches!(r, Err(GcpError::Throttled { attempts: 4, .. })),
             "{r:?}"
@@ -108,7 +78,7 @@ mod tests {
     #[tokio::test]
     async fn other_errors_are_not_retried() {
         let mut n = 0;
-        let r: Result<(), _> = throttled(fast(4), || {
+        let r: Result<(), _> = throttled(RetryPolicy::fast(3), || {
             n += 1;
             async { Err(GcpError::Config("x".into())) }
         })

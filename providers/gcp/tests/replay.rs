@@ -33,7 +33,7 @@ fn config(server: &Replay) -> GcpConfig {
         compute_endpoint: Some(server.url()),
         credentials: CredentialsSource::Anonymous,
         retry: RetryPolicy {
-            max_attempts: 4,
+            max_retries: 3, // four attempts in all
             min_delay: Duration::from_millis(1),
             max_delay: Duration::from_millis(5),
         },
