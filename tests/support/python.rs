@@ -26,12 +26,25 @@ pub fn python() -> PathBuf {
     let venv = root.join("venv");
     let python = venv.join("bin").join("python");
     let stamp = root.join("requirements.installed");
-    let fresh = fs::read_to_string(&stamp).map(|s| s == REQUIREMENTS).unwrap_or(false);
+    let fresh = fs::read_to_string(&stamp)
+        .map(|s| s == REQUIREMENTS)
+        .unwrap_or(false);
     if !(fresh && python.exists()) {
-        run(Command::new("python3").args(["-m", "venv", "--clear"]).arg(&venv));
+        run(Command::new("python3")
+            .args(["-m", "venv", "--clear"])
+            .arg(&venv));
         let req = root.join("requirements.txt");
         fs::write(&req, REQUIREMENTS).expect("write requirements");
-        run(Command::new(&python).args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-r"]).arg(&req));
+        run(Command::new(&python)
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+                "-r",
+            ])
+            .arg(&req));
         fs::write(&stamp, REQUIREMENTS).expect("write the venv stamp");
     }
     drop(lock);
@@ -47,12 +60,18 @@ fn venv_root() -> PathBuf {
     // CARGO_TARGET_TMPDIR is only set for integration tests; fall back to the target dir.
     option_env!("CARGO_TARGET_TMPDIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target").join("tmp"))
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("target")
+                .join("tmp")
+        })
         .join("gpucap-test-peers")
 }
 
 fn run(cmd: &mut Command) {
-    let out = cmd.output().unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
     assert!(
         out.status.success(),
         "{cmd:?} failed ({}):\n{}\n{}",
