@@ -20,6 +20,8 @@ pub mod exit {
     pub const ERROR: u8 = 1;
     /// Bad input: a malformed config, calendar, forecast, problem or plan.
     pub const INVALID_INPUT: u8 = 2;
+    /// The budget gates denied the plan.
+    pub const DENIED: u8 = 3;
 }
 
 /// What a command returns when it did not fail.
@@ -96,6 +98,8 @@ pub enum Command {
     Prices(commands::prices::PricesArgs),
     /// Solve a gpucap.problem/v1 and print the proven-optimal purchase plan.
     Solve(commands::solve::SolveArgs),
+    /// Test the budget-gate policies, or evaluate them on a plan.
+    Policy(commands::policy::PolicyArgs),
 }
 
 pub fn main() -> ExitCode {
@@ -106,6 +110,7 @@ pub fn main() -> ExitCode {
         Command::Demand(args) => commands::demand::run(&cli.global, args),
         Command::Prices(args) => commands::prices::run(&cli.global, args),
         Command::Solve(args) => commands::solve::run(&cli.global, args),
+        Command::Policy(args) => commands::policy::run(&cli.global, args),
     };
     match result {
         Ok(Outcome(code)) => ExitCode::from(code),

@@ -11,6 +11,7 @@ pub mod config;
 pub mod demand;
 pub mod diagnostic;
 pub mod forecast;
+pub mod policy;
 pub mod problem;
 pub mod render;
 pub mod solver;

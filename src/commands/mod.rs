@@ -3,6 +3,7 @@
 
 pub mod demand;
 pub mod init;
+pub mod policy;
 pub mod prices;
 pub mod project;
 pub mod solve;

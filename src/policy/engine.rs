@@ -1,0 +1,599 @@
+//! Loads the built-in and user policies into one regorus engine and evaluates a plan against
+//! them: every package under `gpucap.policies` contributes its `deny`, `warn` and `approval`.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde_json::{Map, Value};
+
+use super::error::{PolicyError, parse_position};
+use super::{DEFAULT_MAX_QUOTE_AGE_HOURS, Decision, DecisionKind, Decisions, POLICY_ROOT, builtin};
+use crate::config::Budget;
+use crate::diagnostic::Location;
+
+/// One policy file: where it came from (for messages) and its text.
+#[derive(Debug, Clone)]
+pub struct PolicySource {
+    pub path: PathBuf,
+    pub text: String,
+    pub builtin: bool,
+}
+
+/// The loaded policies, ready to evaluate any number of plans.
+#[derive(Clone)]
+pub struct PolicyEngine {
+    engine: regorus::Engine,
+    /// Gate packages (`data.gpucap.policies.…`), sorted, each once.
+    packages: Vec<String>,
+    sources: Vec<PolicySource>,
+}
+
+impl std::fmt::Debug for PolicyEngine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PolicyEngine")
+            .field("packages", &self.packages)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PolicyEngine {
+    /// The built-in gates plus every `*.rego` under each of `dirs` (searched recursively, in
+    /// name order).
+    pub fn load(dirs: &[PathBuf]) -> Result<PolicyEngine, PolicyError> {
+        let mut sources = builtin::policies();
+        for dir in dirs {
+            sources.extend(read_dir(dir)?);
+        }
+        PolicyEngine::from_sources(sources)
+    }
+
+    /// Only the given sources (no built-ins unless they are among them).
+    pub fn from_sources(sources: Vec<PolicySource>) -> Result<PolicyEngine, PolicyError> {
+        let mut engine = regorus::Engine::new();
+        engine.set_rego_v0(false);
+        // Plans are data the user controls; a builtin given the wrong type should be an error
+        // that names the policy, not a silently undefined rule that lets a plan through.
+        engine.set_strict_builtin_errors(true);
+        let mut packages = BTreeSet::new();
+        for source in &sources {
+            let name = source.path.display().to_string();
+            let package = engine
+                .add_policy(name.clone(), source.text.clone())
+                .map_err(|e| PolicyError::from_regorus(&name, &e))?;
+            let package = package
+                .strip_prefix("data.")
+                .unwrap_or(&package)
+                .to_string();
+            let is_gate = package.starts_with(&format!("{POLICY_ROOT}."));
+            if !source.builtin && !is_gate {
+                return Err(PolicyError::Package {
+                    file: source.path.clone(),
+                    package,
+                });
+            }
+            if is_gate {
+                packages.insert(package);
+            }
+        }
+        let policy = PolicyEngine {
+            engine,
+            packages: packages.into_iter().collect(),
+            sources,
+        };
+        // Compile once on an empty plan so unknown functions and unsafe variables surface now,
+        // with their file and line, rather than in the middle of `gpucap plan`.
+        policy.check()?;
+        Ok(policy)
+    }
+
+    /// The gate packages loaded, e.g. `gpucap.policies.budget_total`.
+    pub fn packages(&self) -> &[String] {
+        &self.packages
+    }
+
+    /// The policy files loaded.
+    pub fn sources(&self) -> &[PolicySource] {
+        &self.sources
+    }
+
+    /// Evaluates the gates on a plan. `data` is the budget section; see [`prepare_data`] for
+    /// the keys the engine fills in.
+    pub fn evaluate(
+        &self,
+        plan: &Value,
+        data: &Value,
+        now: DateTime<Utc>,
+    ) -> Result<Decisions, PolicyError> {
+        let data = prepare_data(data.clone(), now)?;
+        let mut engine = self.engine.clone();
+        engine.set_input(regorus::Value::from(plan.clone()));
+        engine
+            .add_data(regorus::Value::from(data))
+            .map_err(|e| PolicyError::BadData(format!("{e:#}")))?;
+        let mut decisions = Decisions::default();
+        for package in &self.packages {
+            for kind in DecisionKind::ALL {
+                let found =
+                    eval_set(&mut engine, package, kind).map_err(|e| self.locate(package, e))?;
+                decisions.get_mut(kind).extend(found);
+            }
+        }
+        for kind in DecisionKind::ALL {
+            let set = decisions.get_mut(kind);
+            set.sort_by(|a, b| {
+                (&a.rule, &a.message, &a.policy).cmp(&(&b.rule, &b.message, &b.policy))
+            });
+            set.dedup();
+        }
+        Ok(decisions)
+    }
+
+    /// Gives an evaluation error without a position the package's file, and for an unknown
+    /// function the first line that calls it.
+    fn locate(&self, package: &str, err: PolicyError) -> PolicyError {
+        let PolicyError::Eval {
+            package: p,
+            set,
+            message,
+            location,
+        } = err
+        else {
+            return err;
+        };
+        if location.file.is_some() {
+            return PolicyError::Eval {
+                package: p,
+                set,
+                message,
+                location,
+            };
+        }
+        let header = format!("package {package}");
+        let files: Vec<&PolicySource> = self
+            .sources
+            .iter()
+            .filter(|s| s.text.lines().any(|l| l.trim() == header))
+            .collect();
+        let call = message
+            .strip_prefix("could not find function ")
+            .map(|f| format!("{}(", f.trim()));
+        let found = call.as_deref().and_then(|call| {
+            files.iter().find_map(|s| {
+                s.text.lines().enumerate().find_map(|(i, l)| {
+                    l.find(call).map(|c| {
+                        Location::file(&s.path)
+                            .line(i + 1)
+                            .column(l[..c].chars().count() + 1)
+                    })
+                })
+            })
+        });
+        let location = found
+            .or_else(|| files.first().map(|s| Location::file(&s.path)))
+            .unwrap_or_default();
+        PolicyError::Eval {
+            package: p,
+            set,
+            message,
+            location,
+        }
+    }
+
+    fn check(&self) -> Result<(), PolicyError> {
+        let empty = serde_json::json!({});
+        let now = DateTime::<Utc>::UNIX_EPOCH;
+        match self.evaluate(&empty, &empty, now) {
+            // A missing field of an empty plan is simply undefined in Rego, so anything that
+            // fails here fails for every plan.
+            Err(e @ (PolicyError::Eval { .. } | PolicyError::Syntax { .. })) => Err(e),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// One `deny`/`warn`/`approval` set of one package, as decisions.
+fn eval_set(
+    engine: &mut regorus::Engine,
+    package: &str,
+    kind: DecisionKind,
+) -> Result<Vec<Decision>, PolicyError> {
+    let set = kind.as_str();
+    // A query on a rule the package does not define is undefined (no result), not an error.
+    let query = format!("data.{package}.{set}");
+    let results = engine.eval_query(query, false).map_err(|e| {
+        let text = format!("{e:#}");
+        let location = parse_position(&text)
+            .map(|p| Location::file(p.file).line(p.line).column(p.column))
+            .unwrap_or_default();
+        let message = match parse_position(&text) {
+            Some(p) => p.message,
+            None => text.trim().to_string(),
+        };
+        PolicyError::Eval {
+            package: package.to_string(),
+            set,
+            message,
+            location,
+        }
+    })?;
+    let mut out = Vec::new();
+    for result in results.result {
+        for expr in result.expressions {
+            if expr.value == regorus::Value::Undefined {
+                continue;
+            }
+            let value = serde_json::to_value(&expr.value).map_err(|e| PolicyError::Eval {
+                package: package.to_string(),
+                set,
+                message: e.to_string(),
+                location: Location::default(),
+            })?;
+            let items = match value {
+                Value::Array(items) => items,
+                Value::Null => Vec::new(),
+                other => {
+                    return Err(PolicyError::BadDecision {
+                        package: package.to_string(),
+                        set,
+                        value: other.to_string(),
+                        reason: format!("`{set}` must be a set (`{set} contains d if {{ … }}`)"),
+                    });
+                }
+            };
+            for item in items {
+                out.push(decision(package, set, item)?);
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn decision(package: &str, set: &'static str, item: Value) -> Result<Decision, PolicyError> {
+    let bad = |value: &Value, reason: &str| PolicyError::BadDecision {
+        package: package.to_string(),
+        set,
+        value: value.to_string(),
+        reason: reason.to_string(),
+    };
+    let Value::Object(map) = &item else {
+        return Err(bad(&item, "it is not an object"));
+    };
+    for key in ["rule", "message", "fix"] {
+        if !map.get(key).is_some_and(Value::is_string) {
+            return Err(bad(&item, &format!("`{key}` must be a string")));
+        }
+    }
+    for key in ["amount", "limit", "excess"] {
+        if map.get(key).is_some_and(|v| !v.is_number() && !v.is_null()) {
+            return Err(bad(&item, &format!("`{key}` must be a number")));
+        }
+    }
+    let mut d: Decision =
+        serde_json::from_value(item.clone()).map_err(|e| bad(&item, &e.to_string()))?;
+    d.policy = package.to_string();
+    Ok(d)
+}
+
+/// Fills the keys policies may rely on: `now` (RFC 3339, UTC) and `max_quote_age_hours`.
+pub fn prepare_data(data: Value, now: DateTime<Utc>) -> Result<Value, PolicyError> {
+    let mut map = match data {
+        Value::Object(map) => map,
+        Value::Null => Map::new(),
+        other => {
+            return Err(PolicyError::BadData(format!(
+                "expected an object (the budget section), got {other}"
+            )));
+        }
+    };
+    if map.contains_key("gpucap") {
+        return Err(PolicyError::BadData(
+            "the key `gpucap` is reserved for the policies themselves".into(),
+        ));
+    }
+    match map.get("now") {
+        None | Some(Value::Null) => {
+            let now = now.to_rfc3339_opts(SecondsFormat::Secs, true);
+            map.insert("now".into(), Value::String(now));
+        }
+        Some(Value::String(s)) if DateTime::parse_from_rfc3339(s).is_ok() => {}
+        Some(other) => {
+            return Err(PolicyError::BadData(format!(
+                "`now` must be an RFC 3339 time such as `2027-01-03T06:00:00Z`, got {other}"
+            )));
+        }
+    }
+    match map.get("max_quote_age_hours") {
+        None | Some(Value::Null) => {
+            map.insert(
+                "max_quote_age_hours".into(),
+                Value::from(DEFAULT_MAX_QUOTE_AGE_HOURS),
+            );
+        }
+        Some(v) if v.as_f64().is_some_and(|h| h >= 0.0) => {}
+        Some(other) => {
+            return Err(PolicyError::BadData(format!(
+                "`max_quote_age_hours` must be a number of hours, got {other}"
+            )));
+        }
+    }
+    Ok(Value::Object(map))
+}
+
+/// The config's `[budget]` section as the policies' data document: absent keys stay absent,
+/// `max_quote_age` becomes `max_quote_age_hours`, and the policy directories are left out.
+pub fn budget_data(budget: &Budget) -> Value {
+    let mut map = Map::new();
+    if let Some(total) = budget.total {
+        map.insert("total".into(), Value::from(total));
+    }
+    if let Some(monthly) = budget.monthly {
+        map.insert("monthly".into(), Value::from(monthly));
+    }
+    if !budget.teams.is_empty() {
+        let teams = budget
+            .teams
+            .iter()
+            .map(|(team, limit)| (team.clone(), Value::from(*limit)))
+            .collect();
+        map.insert("teams".into(), Value::Object(teams));
+    }
+    if let Some(above) = budget.approval_above {
+        map.insert("approval_above".into(), Value::from(above));
+    }
+    if !budget.allowed_clouds.is_empty() {
+        let clouds = budget
+            .allowed_clouds
+            .iter()
+            .map(|c| Value::from(c.as_str()))
+            .collect();
+        map.insert("allowed_clouds".into(), Value::Array(clouds));
+    }
+    if !budget.allowed_regions.is_empty() {
+        map.insert(
+            "allowed_regions".into(),
+            Value::from(budget.allowed_regions.clone()),
+        );
+    }
+    if let Some(age) = budget.max_quote_age {
+        map.insert("max_quote_age_hours".into(), Value::from(age.as_hours()));
+    }
+    Value::Object(map)
+}
+
+/// Every `*.rego` under `dir`, recursively, sorted by path.
+fn read_dir(dir: &Path) -> Result<Vec<PolicySource>, PolicyError> {
+    if !dir.is_dir() {
+        return Err(PolicyError::MissingDir(dir.to_path_buf()));
+    }
+    let mut paths = Vec::new();
+    collect(dir, "rego", &mut paths)?;
+    if paths.is_empty() {
+        return Err(PolicyError::EmptyDir(dir.to_path_buf()));
+    }
+    paths
+        .into_iter()
+        .map(|path| {
+            let text = std::fs::read_to_string(&path).map_err(|source| PolicyError::Read {
+                path: path.clone(),
+                source,
+            })?;
+            Ok(PolicySource {
+                path,
+                text,
+                builtin: false,
+            })
+        })
+        .collect()
+}
+
+/// Files with extension `ext` under `dir`, recursively, sorted.
+pub(crate) fn collect(dir: &Path, ext: &str, out: &mut Vec<PathBuf>) -> Result<(), PolicyError> {
+    let read = |source| PolicyError::Read {
+        path: dir.to_path_buf(),
+        source,
+    };
+    let mut entries = std::fs::read_dir(dir)
+        .map_err(read)?
+        .map(|e| e.map(|e| e.path()))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(read)?;
+    entries.sort();
+    for path in entries {
+        if path.is_dir() {
+            collect(&path, ext, out)?;
+        } else if path.extension().is_some_and(|e| e == ext) {
+            out.push(path);
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::cases;
+    use serde_json::json;
+
+    fn user(path: &str, text: &str) -> PolicySource {
+        PolicySource {
+            path: PathBuf::from(path),
+            text: text.to_string(),
+            builtin: false,
+        }
+    }
+
+    fn now() -> DateTime<Utc> {
+        "2027-01-03T06:00:00Z".parse().expect("a time")
+    }
+
+    #[test]
+    fn builtin_cases_pass() {
+        let engine = PolicyEngine::load(&[]).expect("built-ins load");
+        let all = builtin::cases().cases().expect("built-in cases parse");
+        assert!(all.len() >= 30, "only {} cases", all.len());
+        for case in &all {
+            let outcome = cases::run(&engine, case, now()).expect("evaluates");
+            assert!(outcome.passed(), "{}: {:?}", case.name, outcome.failures);
+        }
+    }
+
+    #[test]
+    fn every_builtin_gate_has_cases() {
+        let engine = PolicyEngine::load(&[]).expect("built-ins load");
+        let names: Vec<String> = builtin::cases()
+            .cases()
+            .expect("parse")
+            .into_iter()
+            .map(|c| c.name)
+            .collect();
+        for package in engine.packages() {
+            let gate = package.rsplit('.').next().expect("a name");
+            assert!(
+                names.iter().any(|n| n.starts_with(&format!("{gate}/"))),
+                "no cases for {gate}"
+            );
+        }
+        assert_eq!(engine.packages().len(), 7, "{:?}", engine.packages());
+    }
+
+    #[test]
+    fn money_is_formatted_with_thousands_separators() {
+        let engine = PolicyEngine::load(&[]).expect("built-ins load");
+        for (amount, limit, shown) in [
+            (
+                1000.4,
+                999.0,
+                "expected cost $1,000 exceeds the total budget $999 by $1",
+            ),
+            (
+                12.0,
+                0.0,
+                "expected cost $12 exceeds the total budget $0 by $12",
+            ),
+            (
+                123456789.0,
+                100000.0,
+                "expected cost $123,456,789 exceeds the total budget $100,000 by $123,356,789",
+            ),
+        ] {
+            let plan = json!({"cost": {"expected_total": amount}});
+            let d = engine
+                .evaluate(&plan, &json!({"total": limit}), now())
+                .expect("evaluates");
+            assert_eq!(d.deny.len(), 1);
+            assert_eq!(d.deny[0].message, shown);
+            assert_eq!(d.deny[0].policy, "gpucap.policies.budget_total");
+        }
+    }
+
+    #[test]
+    fn decisions_are_sorted_and_carry_amounts() {
+        let engine = PolicyEngine::load(&[]).expect("built-ins load");
+        let plan = json!({"cost": {"expected_total": 10.0, "by_month": [
+            {"month": "2027-02", "expected": 9.0}, {"month": "2027-01", "expected": 8.0}]}});
+        let d = engine
+            .evaluate(&plan, &json!({"total": 5, "monthly": 5}), now())
+            .expect("evaluates");
+        let rules: Vec<&str> = d.deny.iter().map(|d| d.rule.as_str()).collect();
+        assert_eq!(rules, ["budget.monthly", "budget.monthly", "budget.total"]);
+        assert!(d.deny[0].message.starts_with("2027-01"));
+        assert_eq!(d.deny[2].excess, Some(5.0));
+        assert_eq!(d.deny[0].details.get("month"), Some(&json!("2027-01")));
+    }
+
+    #[test]
+    fn syntax_errors_name_file_line_and_message() {
+        let bad = "package gpucap.policies.mine\n\ndeny contains d if {\n  d := {\"rule\": \n}\n";
+        let err = PolicyEngine::from_sources(vec![user("team/mine.rego", bad)])
+            .expect_err("does not parse");
+        let PolicyError::Syntax {
+            file,
+            line,
+            message,
+            ..
+        } = &err
+        else {
+            panic!("not a syntax error: {err:?}");
+        };
+        assert_eq!(file, Path::new("team/mine.rego"));
+        assert!((4..=5).contains(line), "line {line}");
+        assert!(!message.is_empty());
+        assert!(err.to_string().starts_with("team/mine.rego:"), "{err}");
+    }
+
+    #[test]
+    fn unknown_functions_are_caught_at_load() {
+        let bad =
+            "package gpucap.policies.mine\n\ndeny contains d if {\n  d := no_such_fn(input)\n}\n";
+        let err =
+            PolicyEngine::from_sources(vec![user("mine.rego", bad)]).expect_err("unknown function");
+        assert!(err.to_string().starts_with("mine.rego:4:"), "{err}");
+        assert!(err.to_string().contains("no_such_fn"), "{err}");
+    }
+
+    #[test]
+    fn user_packages_must_be_gates() {
+        let err = PolicyEngine::from_sources(vec![user("x.rego", "package acme.budget\n")])
+            .expect_err("outside gpucap.policies");
+        assert!(matches!(err, PolicyError::Package { .. }), "{err:?}");
+        assert!(
+            err.hint()
+                .expect("a hint")
+                .contains("gpucap.policies.budget")
+        );
+    }
+
+    #[test]
+    fn bare_string_decisions_are_rejected() {
+        let text = "package gpucap.policies.mine\n\ndeny contains \"no\" if { input.x }\n";
+        let engine = PolicyEngine::from_sources(vec![user("m.rego", text)]).expect("loads");
+        let err = engine
+            .evaluate(&json!({"x": true}), &json!({}), now())
+            .expect_err("a string is not a decision");
+        assert!(matches!(err, PolicyError::BadDecision { .. }), "{err:?}");
+    }
+
+    #[test]
+    fn directories_must_exist_and_hold_policies() {
+        let missing = PathBuf::from("/nonexistent/gpucap-policies");
+        assert!(matches!(
+            PolicyEngine::load(std::slice::from_ref(&missing)),
+            Err(PolicyError::MissingDir(_))
+        ));
+        let empty = tempfile::tempdir().expect("a temp dir");
+        assert!(matches!(
+            PolicyEngine::load(&[empty.path().to_path_buf()]),
+            Err(PolicyError::EmptyDir(_))
+        ));
+    }
+
+    #[test]
+    fn data_gets_now_and_the_default_quote_age() {
+        let data = prepare_data(json!({"total": 1}), now()).expect("valid");
+        assert_eq!(data["now"], json!("2027-01-03T06:00:00Z"));
+        assert_eq!(data["max_quote_age_hours"], json!(24));
+        let kept = prepare_data(
+            json!({"now": "2026-01-01T00:00:00Z", "max_quote_age_hours": 6}),
+            now(),
+        )
+        .expect("valid");
+        assert_eq!(kept["now"], json!("2026-01-01T00:00:00Z"));
+        assert_eq!(kept["max_quote_age_hours"], json!(6));
+        assert!(prepare_data(json!([1]), now()).is_err());
+        assert!(prepare_data(json!({"now": "yesterday"}), now()).is_err());
+    }
+
+    #[test]
+    fn budget_section_becomes_data() {
+        let config = crate::config::Config::parse(
+            "[budget]\ntotal = 100.0\nteams = { research = 50.0 }\nallowed_clouds = [\"aws\"]\nmax_quote_age = \"2d\"\n",
+            Path::new("gpucap.toml"),
+        )
+        .expect("valid config");
+        assert_eq!(
+            budget_data(&config.budget),
+            json!({"total": 100.0, "teams": {"research": 50.0}, "allowed_clouds": ["aws"], "max_quote_age_hours": 48})
+        );
+    }
+}
