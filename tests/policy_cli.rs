@@ -202,3 +202,27 @@ fn a_failing_case_fails_the_run() {
     );
     assert!(stdout.trim_end().ends_with(", 1 failed"), "{stdout}");
 }
+
+#[test]
+fn a_plan_with_a_cost_of_the_wrong_type_is_rejected_not_passed() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let plan = dir.path().join("plan.json");
+    std::fs::write(
+        &plan,
+        r#"{"schema": "gpucap.plan/v1", "cost": {"expected_total": "5123456.78"}}"#,
+    )
+    .expect("write the plan");
+    let out = gpucap()
+        .args(["policy", "eval", "--plan"])
+        .arg(&plan)
+        .output()
+        .expect("run gpucap");
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains(&plan.display().to_string()), "{stderr}");
+    assert!(
+        stderr.contains("`cost.expected_total` must be a number"),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty(), "no decisions on a bad plan");
+}

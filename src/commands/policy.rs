@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use crate::cli::{GlobalArgs, Outcome, exit};
 use crate::config;
-use crate::diagnostic::InputError;
+use crate::diagnostic::{InputError, Location};
 use crate::policy::{self, Decisions, PolicyEngine, PolicyError, builtin, cases};
 
 #[derive(Debug, Args)]
@@ -119,7 +119,18 @@ fn eval(global: &GlobalArgs, args: EvalArgs) -> anyhow::Result<Outcome> {
     dirs.extend(args.policy_dirs.iter().cloned());
     let engine = PolicyEngine::load(&dirs).map_err(input)?;
     let now = args.now.unwrap_or_else(Utc::now);
-    let decisions = engine.evaluate(&plan, &data, now).map_err(input)?;
+    let decisions = engine.evaluate(&plan, &data, now).map_err(|e| {
+        // Say which file the bad plan or data came from.
+        let file = match &e {
+            PolicyError::BadPlan(_) => Some(args.plan.clone()),
+            PolicyError::BadData(_) => Some(args.data.clone().unwrap_or(global.config.clone())),
+            _ => None,
+        };
+        match file {
+            Some(file) => InputError::new(Location::file(file), e.to_string()).into(),
+            None => input(e),
+        }
+    })?;
     println!("{}", serde_json::to_string_pretty(&decisions)?);
     if !global.quiet {
         eprint!("{}", summary(&decisions));
@@ -192,9 +203,7 @@ fn read_json(path: &Path, what: &str) -> anyhow::Result<Value> {
         (text, path.to_path_buf())
     };
     serde_json::from_str(&text).map_err(|e| {
-        let location = crate::diagnostic::Location::file(&shown)
-            .line(e.line())
-            .column(e.column());
+        let location = Location::file(&shown).line(e.line()).column(e.column());
         InputError::new(location, format!("the {what} is not valid JSON: {e}")).into()
     })
 }

@@ -105,6 +105,7 @@ impl PolicyEngine {
         data: &Value,
         now: DateTime<Utc>,
     ) -> Result<Decisions, PolicyError> {
+        check_plan(plan)?;
         let data = prepare_data(data.clone(), now)?;
         let mut engine = self.engine.clone();
         engine.set_input(regorus::Value::from(plan.clone()));
@@ -291,6 +292,9 @@ pub fn prepare_data(data: Value, now: DateTime<Utc>) -> Result<Value, PolicyErro
             "the key `gpucap` is reserved for the policies themselves".into(),
         ));
     }
+    // `null` means "not set", as an absent key does; a Rego comparison with null would not.
+    map.retain(|_, v| !v.is_null());
+    check_data_types(&map)?;
     match map.get("now") {
         None | Some(Value::Null) => {
             let now = now.to_rfc3339_opts(SecondsFormat::Secs, true);
@@ -318,6 +322,80 @@ pub fn prepare_data(data: Value, now: DateTime<Utc>) -> Result<Value, PolicyErro
         }
     }
     Ok(Value::Object(map))
+}
+
+/// Rego compares values of different types by type order (`5 > "9"` is false), so a limit of
+/// the wrong type would let every plan through. The known keys are checked here; other keys
+/// (for user policies) pass as they are.
+fn check_data_types(map: &Map<String, Value>) -> Result<(), PolicyError> {
+    let bad = |key: &str, want: &str, got: &Value| {
+        PolicyError::BadData(format!("`{key}` must be {want}, got {got}"))
+    };
+    for key in ["total", "monthly", "approval_above"] {
+        match map.get(key) {
+            Some(v) if !v.is_number() => return Err(bad(key, "a number (USD)", v)),
+            _ => {}
+        }
+    }
+    if let Some(teams) = map.get("teams") {
+        let Value::Object(teams) = teams else {
+            return Err(bad("teams", "an object of team budgets", teams));
+        };
+        if let Some((team, v)) = teams.iter().find(|(_, v)| !v.is_number()) {
+            return Err(bad(&format!("teams.{team}"), "a number (USD)", v));
+        }
+    }
+    for key in ["allowed_clouds", "allowed_regions"] {
+        match map.get(key) {
+            Some(Value::Array(items)) if items.iter().all(Value::is_string) => {}
+            Some(v) => return Err(bad(key, "a list of strings", v)),
+            None => {}
+        }
+    }
+    Ok(())
+}
+
+/// The shape of the plan fields the built-in gates read. A gate must fail closed: a cost that
+/// is a string, say, would compare as "not over the limit" and let the plan through.
+pub fn check_plan(plan: &Value) -> Result<(), PolicyError> {
+    let bad = |path: String, want: &str| PolicyError::BadPlan(format!("`{path}` must be {want}"));
+    if let Some(schema) = plan.get("schema")
+        && schema != "gpucap.plan/v1"
+    {
+        return Err(PolicyError::BadPlan(format!(
+            "`schema` is {schema}; expected \"gpucap.plan/v1\""
+        )));
+    }
+    let number = |v: Option<&Value>| v.is_none_or(|v| v.is_number());
+    let cost = plan.get("cost");
+    for key in ["expected_total", "irreversible"] {
+        if !number(cost.and_then(|c| c.get(key))) {
+            return Err(bad(format!("cost.{key}"), "a number"));
+        }
+    }
+    for list in ["by_month", "by_team"] {
+        let items = cost.and_then(|c| c.get(list));
+        for (i, item) in items
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            if !number(item.get("expected")) {
+                return Err(bad(format!("cost.{list}[{i}].expected"), "a number"));
+            }
+        }
+    }
+    let actions = plan.get("actions").and_then(Value::as_array);
+    for (i, action) in actions.into_iter().flatten().enumerate() {
+        if !number(action.get("cost")) {
+            return Err(bad(format!("actions[{i}].cost"), "a number"));
+        }
+        if !number(action.get("gpus")) {
+            return Err(bad(format!("actions[{i}].gpus"), "a number"));
+        }
+    }
+    Ok(())
 }
 
 /// The config's `[budget]` section as the policies' data document: absent keys stay absent,
@@ -582,6 +660,43 @@ mod tests {
         assert_eq!(kept["max_quote_age_hours"], json!(6));
         assert!(prepare_data(json!([1]), now()).is_err());
         assert!(prepare_data(json!({"now": "yesterday"}), now()).is_err());
+        assert!(prepare_data(json!({"total": "9000000"}), now()).is_err());
+        assert!(prepare_data(json!({"teams": {"research": "1"}}), now()).is_err());
+        assert!(prepare_data(json!({"allowed_clouds": "aws"}), now()).is_err());
+        let nulls = prepare_data(json!({"total": null}), now()).expect("null is absent");
+        assert!(nulls.get("total").is_none());
+    }
+
+    #[test]
+    fn malformed_plans_fail_closed() {
+        let engine = PolicyEngine::load(&[]).expect("built-ins load");
+        let err = engine
+            .evaluate(
+                &json!({"cost": {"expected_total": "5"}}),
+                &json!({"total": 1}),
+                now(),
+            )
+            .expect_err("a string cost");
+        assert_eq!(
+            err.to_string(),
+            "plan: `cost.expected_total` must be a number"
+        );
+        let err = engine
+            .evaluate(
+                &json!({"cost": {"by_month": [{"month": "2027-01", "expected": true}]}}),
+                &json!({}),
+                now(),
+            )
+            .expect_err("a boolean month");
+        assert!(
+            err.to_string().contains("cost.by_month[0].expected"),
+            "{err}"
+        );
+        assert!(
+            engine
+                .evaluate(&json!({"schema": "gpucap.plan/v2"}), &json!({}), now())
+                .is_err()
+        );
     }
 
     #[test]

@@ -58,6 +58,9 @@ pub enum PolicyError {
     /// The data document is not an object or has a key of the wrong type.
     #[error("policy data: {0}")]
     BadData(String),
+    /// A plan field the gates read has the wrong type.
+    #[error("plan: {0}")]
+    BadPlan(String),
     /// A test case file that is not a valid case.
     #[error("{file}{}: {message}", line.map(|l| format!(":{l}")).unwrap_or_default())]
     Case {
@@ -78,7 +81,7 @@ impl PolicyError {
                 Some("the policy must be Rego v1 (`deny contains d if { … }`)".into())
             }
             PolicyError::MissingDir(_) => {
-                Some("check `budget.policies` in gpucap.toml (paths are relative to it)".into())
+                Some("check the path; in gpucap.toml, `budget.policies` paths are relative to the config file".into())
             }
             PolicyError::EmptyDir(_) => {
                 Some("a policy directory holds `*.rego` files (subdirectories are searched)".into())

@@ -17,7 +17,7 @@ pub mod cases;
 mod engine;
 mod error;
 
-pub use engine::{PolicyEngine, PolicySource, budget_data, prepare_data};
+pub use engine::{PolicyEngine, PolicySource, budget_data, check_plan, prepare_data};
 pub use error::PolicyError;
 
 use serde::{Deserialize, Serialize};
