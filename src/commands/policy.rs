@@ -12,7 +12,7 @@ use serde_json::Value;
 use crate::cli::{GlobalArgs, Outcome, exit};
 use crate::config;
 use crate::diagnostic::{InputError, Location};
-use crate::policy::{self, Decisions, PolicyEngine, PolicyError, builtin, cases};
+use crate::policy::{self, PolicyEngine, PolicyError, builtin, cases};
 
 #[derive(Debug, Args)]
 pub struct PolicyArgs {
@@ -133,7 +133,7 @@ fn eval(global: &GlobalArgs, args: EvalArgs) -> anyhow::Result<Outcome> {
     })?;
     println!("{}", serde_json::to_string_pretty(&decisions)?);
     if !global.quiet {
-        eprint!("{}", summary(&decisions));
+        eprint!("{}", decisions.report());
     }
     Ok(Outcome(if decisions.is_denied() {
         exit::DENIED
@@ -157,37 +157,6 @@ fn config_budget(path: &Path) -> anyhow::Result<(Value, Vec<PathBuf>)> {
         .map(|d| root.join(d))
         .collect();
     Ok((policy::budget_data(&config.budget), dirs))
-}
-
-/// What a person reads on stderr: each decision with its fix, then the verdict.
-fn summary(decisions: &Decisions) -> String {
-    let mut out = String::new();
-    for (label, set) in [
-        ("deny", &decisions.deny),
-        ("approval", &decisions.approval),
-        ("warn", &decisions.warn),
-    ] {
-        for d in set {
-            out.push_str(&format!(
-                "{label}: [{}] {}\n  fix: {}\n",
-                d.rule, d.message, d.fix
-            ));
-        }
-    }
-    let verdict = if decisions.is_denied() {
-        "plan denied"
-    } else if decisions.needs_approval() {
-        "plan allowed after approval"
-    } else {
-        "plan allowed"
-    };
-    out.push_str(&format!(
-        "{verdict}: {} deny, {} approval, {} warn\n",
-        decisions.deny.len(),
-        decisions.approval.len(),
-        decisions.warn.len()
-    ));
-    out
 }
 
 fn read_json(path: &Path, what: &str) -> anyhow::Result<Value> {

@@ -4,7 +4,8 @@
 //! (plus `now`) as `data`, and yield three sets of [`Decision`]s: `deny` (the plan must not be
 //! applied), `warn` (worth a look) and `approval` (someone must sign off first). They are
 //! evaluated in-process with [regorus](https://github.com/microsoft/regorus), so gpucap needs no
-//! OPA binary, and the same `.rego` files also run under `opa eval` for people who have one.
+//! OPA binary. The policies use only builtins OPA also has, so `opa eval` should run them too
+//! (this is not tested here).
 //!
 //! The built-in gates live in `policies/*.rego` and are compiled into the binary; users add
 //! packages under `gpucap.policies.*` from their own directories. Test cases (plan + data →
@@ -74,6 +75,38 @@ impl Decisions {
     /// Whether the plan needs a sign-off before apply.
     pub fn needs_approval(&self) -> bool {
         !self.approval.is_empty()
+    }
+
+    /// What a person reads on stderr: each decision with its fix (denials first), then the
+    /// verdict, e.g. `plan denied: 1 deny, 0 approval, 2 warn`.
+    pub fn report(&self) -> String {
+        let mut out = String::new();
+        for (label, set) in [
+            ("deny", &self.deny),
+            ("approval", &self.approval),
+            ("warn", &self.warn),
+        ] {
+            for d in set {
+                out.push_str(&format!(
+                    "{label}: [{}] {}\n  fix: {}\n",
+                    d.rule, d.message, d.fix
+                ));
+            }
+        }
+        let verdict = if self.is_denied() {
+            "plan denied"
+        } else if self.needs_approval() {
+            "plan allowed after approval"
+        } else {
+            "plan allowed"
+        };
+        out.push_str(&format!(
+            "{verdict}: {} deny, {} approval, {} warn\n",
+            self.deny.len(),
+            self.approval.len(),
+            self.warn.len()
+        ));
+        out
     }
 
     /// The decisions of one kind.
