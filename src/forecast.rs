@@ -105,8 +105,7 @@ pub fn parse(text: &str, path: &Path, pool: Option<&str>) -> Result<Vec<Series>,
         .with_hint("set `pool = \"...\"` on this forecast in gpucap.toml"));
     }
     // Rows per pool, in file order.
-    let mut rows: BTreeMap<String, Vec<Row>> =
-        BTreeMap::new();
+    let mut rows: BTreeMap<String, Vec<Row>> = BTreeMap::new();
     for record in reader.records() {
         let record = record.map_err(|e| csv_error(path, &e))?;
         let line = record.position().map_or(0, |p| p.line() as usize);
