@@ -283,7 +283,7 @@ fn highs(
         None => "none".into(),
     };
     let time = if optimal {
-        format!("{seconds:.1}")
+        format!("{seconds:.2}")
     } else {
         format!("> {limit:.0} ({})", v["status"].as_str().unwrap_or("?"))
     };

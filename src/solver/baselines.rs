@@ -4,10 +4,11 @@
 //! - **all on-demand**: every hour on the cheapest on-demand offers, no terms, no spot;
 //! - **cheapest-now**: no terms; each hour the cheapest on-demand and spot mix (spot for flex
 //!   demand where it is cheaper), which is what SkyPilot-style tools do;
-//! - **reserve-the-peak**: per pool, the term offer with the lowest price per GPU-hour, bought
-//!   back to back (each purchase at the first allowed start after the previous one ends, while
-//!   demand remains) in enough instances for the pool's peak demand over all scenarios (capped
-//!   at its `max_instances`); the rest of each hour at the cheapest on-demand and spot mix.
+//! - **reserve-the-peak**: per pool, the term offer with the lowest price per GPU-hour of the
+//!   horizon it can cover, bought back to back (each purchase at the first allowed start after
+//!   the previous one ends, while demand remains) in enough instances for the pool's peak
+//!   demand over all scenarios (capped at its `max_instances`); the rest of each hour at the
+//!   cheapest on-demand and spot mix.
 //!
 //! Each is solved exactly within its own rules by the solver's machinery on a restricted
 //! problem; the budget does not apply.
@@ -136,10 +137,17 @@ fn peak_purchases(v: &Validated, pool: usize) -> Vec<(usize, u32, u32)> {
             last_demand = last_demand.max(t);
         }
     }
+    // Per GPU-hour of the horizon the term can cover from its first start: a 3-year
+    // commitment is no bargain over a 1-year horizon.
     let per_gpu_hour = |o: usize| {
         let def = &problem.offers[o];
-        let term_hours = f64::from(def.term_hours.unwrap_or(1));
-        v.term_cost_per_instance(o) / (f64::from(def.gpus_per_instance) * term_hours)
+        let first = v.starts(o).first().copied().unwrap_or(0);
+        let covered = def
+            .term_hours
+            .unwrap_or(1)
+            .min(problem.hours - first)
+            .max(1);
+        v.term_cost_per_instance(o) / (f64::from(def.gpus_per_instance) * f64::from(covered))
     };
     let best = (0..problem.offers.len())
         .filter(|&o| v.pool_of(o) == pool && problem.offers[o].kind == OfferKind::Term)

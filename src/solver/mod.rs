@@ -9,9 +9,14 @@
 //! 3. Purchases that can never pay off are left out before the model is built: a purchase
 //!    never needs more instances than its window's peak demand ([`pool`]), and an on-demand or
 //!    spot offer beaten per GPU-hour by an unlimited offer of a dividing size is dropped.
-//! 4. The segment model ([`model`]) is a mixed-integer program whose term part is an interval
-//!    matrix in network form; HiGHS solves it by branch and cut to a relative gap far below
-//!    1e-6, and its dual bound is the proven `bound`.
+//! 4. The second stage is not modelled instance by instance: for each segment the exact least
+//!    hourly cost of whole on-demand and spot instances is tabulated against the term capacity
+//!    ([`recourse`]). Where that curve is convex (almost always) it enters the segment model
+//!    ([`model`]) as a convex combination of its corners, with no integer variable; where it
+//!    is not, that segment keeps integer instances. Term purchases enter an active-count
+//!    recurrence, an interval matrix in network form. HiGHS solves the resulting mixed-integer
+//!    program by branch and cut to a relative gap far below 1e-6 (the relaxation is usually
+//!    whole already), and its dual bound is the proven `bound`.
 //! 5. Costs in the solution are recomputed from the whole-number plan, never taken from the
 //!    solver's floating-point objective.
 //!
