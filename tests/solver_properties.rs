@@ -6,6 +6,8 @@
 //!
 //! Every solution also passes the independent checker.
 
+#[path = "../benches/support/generate.rs"]
+mod generate;
 mod solver_check;
 
 use std::collections::{BTreeMap, HashMap};
@@ -17,19 +19,16 @@ use gpucap::problem::{
 use gpucap::solver::{SolveOptions, solve};
 use proptest::prelude::*;
 
-/// splitmix64, so a failing case is reproducible from its seed alone.
-struct Rng(u64);
+/// Draws from the benchmark's seeded generator, so a failing case is reproducible from its seed
+/// alone.
+struct Rng(generate::Rng);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+    fn new(seed: u64) -> Self {
+        Rng(generate::Rng::new(seed))
     }
     fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
+        self.0.next_u64() % n.max(1)
     }
     fn chance(&mut self, percent: u64) -> bool {
         self.below(100) < percent
@@ -145,7 +144,7 @@ fn random_segments(rng: &mut Rng, hours: u32, count: u64) -> Vec<Segment> {
 
 /// A problem small enough for the brute-force reference.
 fn random_problem(seed: u64) -> Problem {
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     let hours = 1 + rng.below(10) as u32;
     let pools: Vec<String> = (0..1 + rng.below(2)).map(|p| format!("p{p}")).collect();
     let mut offers = Vec::new();
@@ -412,7 +411,7 @@ proptest! {
         problem.budget = None;
         let before = solved(&problem);
         prop_assume!(before.status == Status::Optimal);
-        let mut rng = Rng(seed ^ 0xA5A5);
+        let mut rng = Rng::new(seed ^ 0xA5A5);
         let pool = problem.pools[rng.below(problem.pools.len() as u64) as usize].clone();
         problem.offers.push(random_offer(&mut rng, "extra".into(), &pool, problem.hours));
         let after = solved(&problem);

@@ -12,7 +12,8 @@ use clap::Args;
 use comfy_table::{Cell, CellAlignment, Table, presets::UTF8_BORDERS_ONLY};
 
 use crate::cli::{Format, GlobalArgs, Outcome};
-use crate::problem::{self, OfferKind, Solution, Status, Validated};
+use crate::problem::{self, OfferKind, Solution, Status, Usage, Validated};
+use crate::render::terminal::thousands;
 use crate::solver::{self, SolveOptions};
 use crate::timespec;
 
@@ -71,21 +72,19 @@ fn read(path: &Path) -> anyhow::Result<(String, PathBuf)> {
 
 /// `$1,234,567.89`.
 fn dollars(x: f64) -> String {
-    let cents = (x * 100.0).round() as i128;
-    let (sign, cents) = if cents < 0 {
-        ("-", -cents)
-    } else {
-        ("", cents)
-    };
-    let whole = (cents / 100).to_string();
-    let mut grouped = String::new();
-    for (i, c) in whole.chars().enumerate() {
-        if i > 0 && (whole.len() - i) % 3 == 0 {
-            grouped.push(',');
-        }
-        grouped.push(c);
-    }
-    format!("{sign}${grouped}.{:02}", cents % 100)
+    let cents = (x * 100.0).round();
+    let sign = if cents < 0.0 { "-" } else { "" };
+    let cents = cents.abs() as u64;
+    format!("{sign}${}.{:02}", thousands(cents / 100), cents % 100)
+}
+
+/// Instances × hours of one offer's usage.
+fn instance_hours(usage: &Usage) -> u64 {
+    usage
+        .segments
+        .iter()
+        .map(|s| u64::from(s.len()) * u64::from(s.value()))
+        .sum()
 }
 
 fn table(header: &[&str]) -> Table {
@@ -190,11 +189,7 @@ fn usage(v: &Validated, s: &Solution, k: usize, name: &str) -> String {
     ]);
     for u in &scenario.usage {
         let o = offer_index(v, &u.offer);
-        let hours: u64 = u
-            .segments
-            .iter()
-            .map(|x| u64::from(x.len()) * u64::from(x.value()))
-            .sum();
+        let hours = instance_hours(u);
         let peak = u.segments.iter().map(|x| x.value()).max().unwrap_or(0);
         let span = match (u.segments.first(), u.segments.last()) {
             (Some(a), Some(b)) => format!("{}–{}", a.from(), b.to()),
@@ -232,11 +227,7 @@ fn by_kind(v: &Validated, s: &Solution) -> String {
         let p = v.problem().scenarios[k].probability;
         for u in &scenario.usage {
             let o = offer_index(v, &u.offer);
-            let hours: u64 = u
-                .segments
-                .iter()
-                .map(|x| u64::from(x.len()) * u64::from(x.value()))
-                .sum();
+            let hours = instance_hours(u);
             let cost = p * hours as f64 * v.hourly_cost(o);
             if v.problem().offers[o].kind == OfferKind::Spot {
                 spot += cost

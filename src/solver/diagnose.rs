@@ -7,7 +7,7 @@
 
 use chrono::Duration;
 
-use crate::problem::{OfferKind, Validated};
+use crate::problem::Validated;
 use crate::timespec;
 
 use super::model::Missing;
@@ -15,31 +15,11 @@ use super::pool::PoolData;
 
 /// Segments where the demand exceeds what the offers could supply even at their limits.
 pub(crate) fn over_capacity(data: &PoolData) -> Vec<Missing> {
-    let segments = data.timeline.segments();
-    let (term_firm, term_unlimited) = term_capacity(data);
+    let (term, term_unlimited) = term_capacity(data);
     let mut out = Vec::new();
     for k in 0..data.scenarios() {
-        let mut on_demand = Some(0u64);
-        let mut spot = Some(0u64);
-        for h in &data.hourly[k] {
-            let cap = if h.kind == OfferKind::OnDemand {
-                &mut on_demand
-            } else {
-                &mut spot
-            };
-            *cap = match (*cap, h.limit) {
-                (Some(c), Some(l)) => Some(c + u64::from(l) * u64::from(h.gpus)),
-                _ => None,
-            };
-        }
-        for j in 0..segments {
-            let firm_cap = match on_demand {
-                Some(c) if !term_unlimited[j] => Some(c + term_firm[j]),
-                _ => None,
-            };
-            let total_cap = firm_cap.zip(spot).map(|(f, s)| f + s);
-            let firm = firm_cap.map_or(0, |c| data.firm[k][j].saturating_sub(c));
-            let total = total_cap.map_or(0, |c| data.total[k][j].saturating_sub(c));
+        for j in (0..data.timeline.segments()).filter(|&j| !term_unlimited[j]) {
+            let (firm, total) = data.uncovered(k, j, term[j]);
             if firm > 0 || total > 0 {
                 out.push(Missing {
                     scenario: k,

@@ -286,13 +286,13 @@ impl<'a> PoolModel<'a> {
         let mut out = Vec::new();
         for k in 0..data.scenarios() {
             for (j, &t) in term.iter().enumerate() {
-                let (firm, total) = data.uncovered(k, j, t);
+                let (firm, total) = data.uncovered(k, j, t * unit);
                 if firm > 0 || total > 0 {
                     out.push(Missing {
                         scenario: k,
                         segment: j,
-                        firm: firm * unit,
-                        total: total * unit,
+                        firm,
+                        total,
                     });
                 }
             }

@@ -156,32 +156,29 @@ impl PoolData {
         recut(data)
     }
 
-    /// The most units the on-demand and the spot offers of scenario k can supply in an hour
+    /// The most GPUs the on-demand and the spot offers of scenario k can supply in an hour
     /// (`u64::MAX` without a limit).
     pub fn hourly_capacity(&self, k: usize) -> (u64, u64) {
-        let unit = self.unit;
         let capacity = |kind: OfferKind| {
             self.hourly[k]
                 .iter()
                 .filter(|o| o.kind == kind)
                 .map(|o| {
                     o.limit
-                        .map_or(u64::MAX, |l| u64::from(l) * u64::from(o.gpus / unit))
+                        .map_or(u64::MAX, |l| u64::from(l) * u64::from(o.gpus))
                 })
                 .fold(0u64, u64::saturating_add)
         };
         (capacity(OfferKind::OnDemand), capacity(OfferKind::Spot))
     }
 
-    /// Units of scenario k's firm and all demand in segment j beyond `term` units that the
-    /// hourly offers cannot cover.
+    /// GPUs of scenario k's firm and all demand in segment j that `term` GPUs and the hourly
+    /// offers at their limits leave uncovered.
     pub fn uncovered(&self, k: usize, j: usize, term: u64) -> (u64, u64) {
         let (on_demand, spot) = self.hourly_capacity(k);
-        let (f, d) = self.units(k, j);
-        let firm = f.saturating_sub(term).saturating_sub(on_demand);
-        let total = d
-            .saturating_sub(term)
-            .saturating_sub(on_demand.saturating_add(spot));
+        let left = |need: u64, cap: u64| need.saturating_sub(term).saturating_sub(cap);
+        let firm = left(self.firm[k][j], on_demand);
+        let total = left(self.total[k][j], on_demand.saturating_add(spot));
         (firm, total)
     }
 
