@@ -14,6 +14,8 @@
 
 #[path = "support/generate.rs"]
 mod generate;
+#[path = "support/hourly_milp.rs"]
+mod hourly_milp;
 #[path = "../tests/support/python.rs"]
 mod python;
 
@@ -251,41 +253,26 @@ fn highs(
             "—".into(),
         );
     }
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/support/hourly_milp.py");
-    let out = Command::new(python)
-        .arg(script)
-        .arg(path)
-        .args(["--time-limit", &limit.to_string()])
-        .output()
-        .expect("run python");
-    if !out.status.success() {
-        return (
-            format!(
-                "failed: {}",
-                String::from_utf8_lossy(&out.stderr)
-                    .lines()
-                    .last()
-                    .unwrap_or("")
-            ),
-            "—".into(),
-            "—".into(),
-        );
-    }
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("the script's report");
-    let seconds = v["seconds"].as_f64().unwrap_or(f64::NAN);
-    let optimal = v["status"] == "Optimal";
-    let cost = match v["objective"].as_f64() {
+    let report = match hourly_milp::run(python, path, limit) {
+        Ok(report) => report,
+        Err(e) => {
+            let last = e.lines().last().unwrap_or("").to_string();
+            return (format!("failed: {last}"), "—".into(), "—".into());
+        }
+    };
+    let (seconds, optimal) = (report.seconds, report.optimal());
+    let cost = match report.objective {
         Some(c) if optimal => format!("{c:.0}"),
         Some(c) => format!(
             "{c:.0} (gap {:.2} %)",
-            (c - v["bound"].as_f64().unwrap_or(0.0)) / c * 100.0
+            (c - report.bound.unwrap_or(0.0)) / c * 100.0
         ),
         None => "none".into(),
     };
     let time = if optimal {
         format!("{seconds:.2}")
     } else {
-        format!("> {limit:.0} ({})", v["status"].as_str().unwrap_or("?"))
+        format!("> {limit:.0} ({})", report.status)
     };
     let ratio = if optimal {
         format!("{:.0}×", seconds / ours)

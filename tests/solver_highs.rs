@@ -5,12 +5,13 @@
 
 #[path = "../benches/support/generate.rs"]
 mod generate;
+#[path = "../benches/support/hourly_milp.rs"]
+mod hourly_milp;
 #[path = "support/python.rs"]
 mod python;
 mod solver_check;
 
 use std::path::Path;
-use std::process::Command;
 
 use gpucap::problem::{Problem, Status, validate};
 use gpucap::solver::{SolveOptions, solve};
@@ -18,34 +19,11 @@ use gpucap::solver::{SolveOptions, solve};
 /// HiGHS's time on any one instance here; the instances are small.
 const HIGHS_SECONDS: f64 = 20.0;
 
-struct Highs {
-    status: String,
-    objective: Option<f64>,
-    bound: Option<f64>,
-}
-
-fn highs(problem: &Problem) -> Highs {
+fn highs(problem: &Problem) -> hourly_milp::Report {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("problem.json");
     std::fs::write(&path, serde_json::to_string(problem).expect("json")).expect("write");
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/support/hourly_milp.py");
-    let out = Command::new(python::python())
-        .arg(script)
-        .arg(&path)
-        .args(["--time-limit", &HIGHS_SECONDS.to_string()])
-        .output()
-        .expect("run python");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json from the script");
-    Highs {
-        status: v["status"].as_str().unwrap_or_default().to_string(),
-        objective: v["objective"].as_f64(),
-        bound: v["bound"].as_f64(),
-    }
+    hourly_milp::run(&python::python(), &path, HIGHS_SECONDS).unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn compare(name: &str, problem: &Problem) {

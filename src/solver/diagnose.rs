@@ -16,10 +16,17 @@ use super::pool::PoolData;
 /// Segments where the demand exceeds what the offers could supply even at their limits.
 pub(crate) fn over_capacity(data: &PoolData) -> Vec<Missing> {
     let (term, term_unlimited) = term_capacity(data);
+    shortages(data, |j| (!term_unlimited[j]).then_some(term[j]))
+}
+
+/// Per scenario and segment, what the hourly offers at their limits and `term(j)` term GPUs
+/// leave uncovered (`None`: unlimited term capacity, nothing is missing).
+pub(crate) fn shortages(data: &PoolData, term: impl Fn(usize) -> Option<u64>) -> Vec<Missing> {
     let mut out = Vec::new();
     for k in 0..data.scenarios() {
-        for j in (0..data.timeline.segments()).filter(|&j| !term_unlimited[j]) {
-            let (firm, total) = data.uncovered(k, j, term[j]);
+        for j in 0..data.timeline.segments() {
+            let Some(term) = term(j) else { continue };
+            let (firm, total) = data.uncovered(k, j, term);
             if firm > 0 || total > 0 {
                 out.push(Missing {
                     scenario: k,
@@ -36,34 +43,25 @@ pub(crate) fn over_capacity(data: &PoolData) -> Vec<Missing> {
 /// Per segment: the most term GPUs any allowed purchase can supply, and whether that is
 /// unlimited.
 fn term_capacity(data: &PoolData) -> (Vec<u64>, Vec<bool>) {
-    let timeline = &data.timeline;
-    let segments = timeline.segments();
+    let segments = data.timeline.segments();
     let mut gpus = vec![0u64; segments];
     let mut unlimited = vec![false; segments];
     for t in &data.terms {
-        let mut covered = vec![0i64; segments + 1];
-        let mut fixed = vec![0i64; segments + 1];
-        for s in &t.starts {
-            let (a, b) = (timeline.point(s.start), timeline.point(s.end));
-            covered[a] += 1;
-            covered[b] -= 1;
-            if s.lower == s.upper {
-                fixed[a] += i64::from(s.upper);
-                fixed[b] -= i64::from(s.upper);
-            }
-        }
         let fixed_only = t.starts.iter().all(|s| s.lower == s.upper);
-        let (mut c, mut f) = (0i64, 0i64);
-        for j in 0..segments {
-            c += covered[j];
-            f += fixed[j];
-            if fixed_only {
-                gpus[j] += f as u64 * u64::from(t.gpus);
-            } else if c > 0 {
-                match t.max {
-                    Some(m) => gpus[j] += u64::from(m) * u64::from(t.gpus),
-                    None => unlimited[j] = true,
-                }
+        let per_segment = data.timeline.sum(t.starts.iter().map(|s| {
+            // Fixed purchases supply what they are; free ones say where one may be active.
+            (
+                s.start,
+                s.end,
+                if fixed_only { u64::from(s.upper) } else { 1 },
+            )
+        }));
+        for (j, &n) in per_segment.iter().enumerate() {
+            match (fixed_only, t.max) {
+                (true, _) => gpus[j] += n * u64::from(t.gpus),
+                (false, _) if n == 0 => {}
+                (false, Some(m)) => gpus[j] += u64::from(m) * u64::from(t.gpus),
+                (false, None) => unlimited[j] = true,
             }
         }
     }

@@ -280,24 +280,9 @@ impl<'a> PoolModel<'a> {
     /// Where the purchases in `values` (of the elastic model) leave demand the hourly offers
     /// cannot cover, in GPUs.
     pub fn missing(&self, values: &[f64]) -> Vec<Missing> {
-        let data = self.data;
-        let term = term_units(data, &self.chosen(values));
-        let unit = u64::from(data.unit);
-        let mut out = Vec::new();
-        for k in 0..data.scenarios() {
-            for (j, &t) in term.iter().enumerate() {
-                let (firm, total) = data.uncovered(k, j, t * unit);
-                if firm > 0 || total > 0 {
-                    out.push(Missing {
-                        scenario: k,
-                        segment: j,
-                        firm,
-                        total,
-                    });
-                }
-            }
-        }
-        out
+        let term = term_units(self.data, &self.chosen(values));
+        let unit = u64::from(self.data.unit);
+        super::diagnose::shortages(self.data, |j| Some(term[j] * unit))
     }
 
     /// The purchases in `values`: `(index into data.terms, index into its starts, instances)`.
@@ -454,22 +439,14 @@ fn active_counts(data: &PoolData, mip: &mut Mip, n_cols: &[Vec<usize>]) -> Vec<V
 
 /// Term units active in each pool segment for `chosen` purchases (as from `PoolModel::chosen`).
 fn term_units(data: &PoolData, chosen: &[(usize, usize, u32)]) -> Vec<u64> {
-    let timeline = &data.timeline;
-    let mut diff = vec![0i64; timeline.segments() + 1];
-    for &(t, s, n) in chosen {
+    data.timeline.sum(chosen.iter().map(|&(t, s, n)| {
         let (t, start) = (&data.terms[t], &data.terms[t].starts[s]);
-        let units = i64::from(t.gpus / data.unit) * i64::from(n);
-        diff[timeline.point(start.start)] += units;
-        diff[timeline.point(start.end)] -= units;
-    }
-    let mut level = 0i64;
-    diff[..timeline.segments()]
-        .iter()
-        .map(|d| {
-            level += d;
-            level as u64
-        })
-        .collect()
+        (
+            start.start,
+            start.end,
+            u64::from(t.gpus / data.unit) * u64::from(n),
+        )
+    }))
 }
 
 #[cfg(test)]

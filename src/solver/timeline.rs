@@ -53,10 +53,19 @@ impl Timeline {
     /// Sums segments `[from, to, value]` (which must start and end on breakpoints) into a value
     /// per timeline segment.
     pub fn accumulate<'a>(&self, segments: impl IntoIterator<Item = &'a Segment>) -> Vec<u64> {
+        self.sum(
+            segments
+                .into_iter()
+                .map(|s| (s.from(), s.to(), u64::from(s.value()))),
+        )
+    }
+
+    /// Sums `(from, to, value)` (starting and ending on breakpoints) into a value per segment.
+    pub fn sum(&self, items: impl IntoIterator<Item = (u32, u32, u64)>) -> Vec<u64> {
         let mut diff = vec![0i64; self.points.len()];
-        for s in segments {
-            diff[self.point(s.from())] += i64::from(s.value());
-            diff[self.point(s.to())] -= i64::from(s.value());
+        for (from, to, value) in items {
+            diff[self.point(from)] += value as i64;
+            diff[self.point(to)] -= value as i64;
         }
         let mut level = 0i64;
         diff[..self.segments()]
