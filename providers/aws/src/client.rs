@@ -6,9 +6,12 @@ use aws_config::retry::RetryConfig;
 use aws_config::{BehaviorVersion, Region, SdkConfig};
 use aws_credential_types::Credentials;
 use aws_credential_types::provider::ProvideCredentials;
+use aws_sdk_ec2::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_ec2::types::InstanceTypeInfo;
 use aws_sdk_pricing::types::{Filter as PriceFilter, FilterType};
+use aws_smithy_runtime_api::http::Response as HttpResponse;
 use chrono::{DateTime, Utc};
+use std::future::Future;
 
 use crate::anomaly::AnomalyReason;
 use crate::capacity_blocks::OfferingRow;
@@ -116,16 +119,9 @@ impl AwsClients {
                         .collect(),
                 ));
             }
-            let page = retry::throttled(self.config.retry, || {
-                let req = req.clone();
-                async move { req.send().await.map_err(|e| AwsError::from_sdk(OP, e)) }
-            })
-            .await?;
+            let page = self.send(OP, || req.clone().send()).await?;
             out.extend(page.instance_types().iter().filter_map(devices));
-            token = page
-                .next_token()
-                .filter(|t| !t.is_empty())
-                .map(str::to_string);
+            token = next_token(page.next_token());
             if token.is_none() {
                 return Ok(out);
             }
@@ -154,11 +150,7 @@ impl AwsClients {
                 .start_time(now)
                 .max_results(EC2_PAGE)
                 .set_next_token(token.clone());
-            let page = retry::throttled(self.config.retry, || {
-                let req = req.clone();
-                async move { req.send().await.map_err(|e| AwsError::from_sdk(OP, e)) }
-            })
-            .await?;
+            let page = self.send(OP, || req.clone().send()).await?;
             out.extend(page.spot_price_history().iter().map(|p| {
                 SpotPricePoint {
                     availability_zone: p.availability_zone().unwrap_or_default().to_string(),
@@ -174,10 +166,7 @@ impl AwsClients {
                     timestamp: p.timestamp().and_then(to_chrono),
                 }
             }));
-            token = page
-                .next_token()
-                .filter(|t| !t.is_empty())
-                .map(str::to_string);
+            token = next_token(page.next_token());
             if token.is_none() {
                 return Ok(out);
             }
@@ -221,16 +210,9 @@ impl AwsClients {
                 .set_filters(Some(filters.clone()))
                 .max_results(PRICING_PAGE)
                 .set_next_token(token.clone());
-            let page = retry::throttled(self.config.retry, || {
-                let req = req.clone();
-                async move { req.send().await.map_err(|e| AwsError::from_sdk(OP, e)) }
-            })
-            .await?;
+            let page = self.send(OP, || req.clone().send()).await?;
             out.extend(page.price_list().iter().cloned());
-            token = page
-                .next_token()
-                .filter(|t| !t.is_empty())
-                .map(str::to_string);
+            token = next_token(page.next_token());
             if token.is_none() {
                 return Ok(out);
             }
@@ -260,11 +242,7 @@ impl AwsClients {
                 .capacity_duration_hours(hours)
                 .max_results(EC2_PAGE)
                 .set_next_token(token.clone());
-            let page = retry::throttled(self.config.retry, || {
-                let req = req.clone();
-                async move { req.send().await.map_err(|e| AwsError::from_sdk(OP, e)) }
-            })
-            .await?;
+            let page = self.send(OP, || req.clone().send()).await?;
             out.extend(page.capacity_block_offerings().iter().map(|o| OfferingRow {
                 offering_id: o.capacity_block_offering_id().map(str::to_string),
                 instance_type: o.instance_type().map(str::to_string),
@@ -276,10 +254,7 @@ impl AwsClients {
                 upfront_fee: o.upfront_fee().map(str::to_string),
                 currency_code: o.currency_code().map(str::to_string),
             }));
-            token = page
-                .next_token()
-                .filter(|t| !t.is_empty())
-                .map(str::to_string);
+            token = next_token(page.next_token());
             if token.is_none() {
                 return Ok(out);
             }
@@ -313,11 +288,7 @@ impl AwsClients {
                 .single_availability_zone(true)
                 .max_results(EC2_PAGE)
                 .set_next_token(token.clone());
-            let page = retry::throttled(self.config.retry, || {
-                let req = req.clone();
-                async move { req.send().await.map_err(|e| AwsError::from_sdk(OP, e)) }
-            })
-            .await?;
+            let page = self.send(OP, || req.clone().send()).await?;
             for s in page.spot_placement_scores() {
                 match placement::parse(
                     s.region(),
@@ -330,15 +301,31 @@ impl AwsClients {
                     Err(r) => refused.push(r),
                 }
             }
-            token = page
-                .next_token()
-                .filter(|t| !t.is_empty())
-                .map(str::to_string);
+            token = next_token(page.next_token());
             if token.is_none() {
                 return Ok((scores, refused));
             }
         }
     }
+
+    /// Sends one request, retried with backoff while AWS throttles it (the SDK's own retries
+    /// are off, see `connect`).
+    async fn send<O, E, Fut>(&self, op: &'static str, send: impl Fn() -> Fut) -> Result<O, AwsError>
+    where
+        Fut: Future<Output = Result<O, SdkError<E, HttpResponse>>>,
+        E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+    {
+        retry::throttled(self.config.retry, || {
+            let sent = send();
+            async move { sent.await.map_err(|e| AwsError::from_sdk(op, e)) }
+        })
+        .await
+    }
+}
+
+/// The token of the next page; AWS ends a listing with an absent or empty token.
+fn next_token(token: Option<&str>) -> Option<String> {
+    token.filter(|t| !t.is_empty()).map(str::to_string)
 }
 
 /// The accelerator devices of an instance type, `None` when it has none.
