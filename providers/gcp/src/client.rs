@@ -3,11 +3,13 @@
 //! paginated, throttling-aware list calls, turning SDK types into the plain rows the pure
 //! modules read.
 
+use std::future::Future;
 use std::time::Duration;
 
 use google_cloud_auth::credentials::{Credentials, anonymous, api_key_credentials};
 use google_cloud_billing_v1::client::CloudCatalog;
 use google_cloud_compute_v1::client::{AcceleratorTypes, MachineTypes};
+use google_cloud_gax::error::Error as GaxError;
 use google_cloud_gax::retry_policy::NeverRetry;
 
 use crate::config::{COMPUTE_SERVICE, CredentialsSource, GcpConfig};
@@ -112,11 +114,7 @@ impl GcpClients {
                 .set_currency_code("USD")
                 .set_page_size(SKU_PAGE)
                 .set_page_token(token.clone());
-            let page = retry::throttled(self.config.retry, || {
-                let req = req.clone();
-                async move { req.send().await.map_err(|e| GcpError::from_gax(OP, e)) }
-            })
-            .await?;
+            let page = self.send(OP, || req.clone().send()).await?;
             out.extend(page.skus.into_iter().map(sku_row));
             if page.next_page_token.is_empty() {
                 return Ok(out);
@@ -138,11 +136,7 @@ impl GcpClients {
                 .set_project(project.clone())
                 .set_max_results(COMPUTE_PAGE)
                 .set_page_token(token.clone());
-            let page = retry::throttled(self.config.retry, || {
-                let req = req.clone();
-                async move { req.send().await.map_err(|e| GcpError::from_gax(OP, e)) }
-            })
-            .await?;
+            let page = self.send(OP, || req.clone().send()).await?;
             for (scope, list) in page.items {
                 for a in list.accelerator_types {
                     let zone = a
@@ -178,11 +172,7 @@ impl GcpClients {
                 .set_project(project.clone())
                 .set_max_results(COMPUTE_PAGE)
                 .set_page_token(token.clone());
-            let page = retry::throttled(self.config.retry, || {
-                let req = req.clone();
-                async move { req.send().await.map_err(|e| GcpError::from_gax(OP, e)) }
-            })
-            .await?;
+            let page = self.send(OP, || req.clone().send()).await?;
             for (scope, list) in page.items {
                 for m in list
                     .machine_types
@@ -213,6 +203,19 @@ impl GcpClients {
                 _ => return Ok(out),
             }
         }
+    }
+
+    /// Sends one request, retried with backoff while Google throttles it (the client's own
+    /// retries are off, see `connect`).
+    async fn send<O, Fut>(&self, op: &'static str, send: impl Fn() -> Fut) -> Result<O, GcpError>
+    where
+        Fut: Future<Output = Result<O, GaxError>>,
+    {
+        retry::throttled(self.config.retry, || {
+            let sent = send();
+            async move { sent.await.map_err(|e| GcpError::from_gax(op, e)) }
+        })
+        .await
     }
 }
 
