@@ -11,6 +11,8 @@ pub mod config;
 pub mod demand;
 pub mod diagnostic;
 pub mod forecast;
+pub mod plan;
+pub mod planner;
 pub mod policy;
 pub mod problem;
 pub mod render;

@@ -1,0 +1,286 @@
+//! The plan document (`gpucap.plan/v1`): what `gpucap plan` writes with `-o plan.json`, what the
+//! budget gates read, and what `gpucap generate` and `gpucap apply` act on.
+//!
+//! A plan is the solver's answer turned into dated actions people can review, with the costs,
+//! baselines, risk and gate results beside them, and a fingerprint of every input so that acting
+//! on it later can refuse a plan whose inputs have moved. The types here are plain serde data;
+//! [`build`] makes one from a problem and its solution, [`fingerprint`] hashes the inputs.
+//!
+//! The fields the gates read (`cost`, `actions`, `campaigns`, `quotes`) are the contract written
+//! down in `policies/README.md`; the rest is for people, charts and renderers.
+
+use serde::{Deserialize, Serialize};
+
+use crate::policy::Decisions;
+use crate::problem::Segment;
+
+pub const PLAN_SCHEMA: &str = "gpucap.plan/v1";
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    pub schema: String,
+    /// When the plan was made (RFC 3339, UTC): the `now` of booking windows and quote ages.
+    pub created_at: String,
+    pub horizon: PlanHorizon,
+    /// `sha256:<hex>` over every input; `apply` refuses a plan whose inputs hash differently.
+    pub fingerprint: Fingerprint,
+    /// The solver's verdict on the problem the plan was built from.
+    pub solution: SolutionSummary,
+    pub cost: Cost,
+    /// The same demand priced by simple strategies, and what the plan saves against each.
+    pub baselines: Vec<BaselineCost>,
+    pub risk: Risk,
+    /// The scenario whose on-demand and spot usage the `run_*` actions follow (the most likely).
+    pub actions_scenario: String,
+    pub actions: Vec<Action>,
+    pub pools: Vec<PoolPlan>,
+    pub campaigns: Vec<CampaignRef>,
+    pub quotes: Vec<Quote>,
+    /// Modelling assumptions that were not in any price list (spot overhead, booking windows).
+    pub assumptions: Vec<String>,
+    /// The budget gates' decisions on this plan (empty until evaluated).
+    #[serde(default)]
+    pub gates: Decisions,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlanHorizon {
+    pub start: String,
+    pub end: String,
+    pub hours: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Fingerprint {
+    /// `sha256:<64 hex>` over the sorted input digests below.
+    pub digest: String,
+    pub inputs: Vec<InputDigest>,
+}
+
+/// One input the plan depends on.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct InputDigest {
+    /// `config`, `calendar`, `forecast`, `quotes`, `state`, `policy`.
+    pub kind: String,
+    /// File path as given (relative to the config), or a name for non-file inputs.
+    pub name: String,
+    /// `sha256:<64 hex>` of the content.
+    pub sha256: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SolutionSummary {
+    /// `optimal` or `feasible`.
+    pub status: String,
+    pub expected_cost: f64,
+    pub bound: f64,
+    pub term_cost: f64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Cost {
+    /// Term purchases plus the probability-weighted on-demand and spot cost.
+    pub expected_total: f64,
+    /// Capacity blocks and commitments: spent once bought, whatever happens.
+    pub irreversible: f64,
+    pub by_scenario: Vec<ScenarioCost>,
+    /// Term cost spread over the hours each purchase is active (so a term running past the
+    /// horizon has months after it), plus expected on-demand and spot cost per hour.
+    pub by_month: Vec<MonthCost>,
+    pub by_pool: Vec<PoolCost>,
+    /// Each pool's cost shared among teams by their GPU-hours in the pool, per scenario.
+    pub by_team: Vec<TeamCost>,
+    pub by_kind: KindCost,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScenarioCost {
+    pub name: String,
+    pub probability: f64,
+    /// Term cost plus this scenario's on-demand and spot cost (unweighted).
+    pub total: f64,
+    pub on_demand: f64,
+    pub spot: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MonthCost {
+    /// `YYYY-MM`.
+    pub month: String,
+    pub expected: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PoolCost {
+    pub pool: String,
+    pub expected: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TeamCost {
+    /// `None` for campaigns and forecasts without a team.
+    pub team: Option<String>,
+    pub expected: f64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct KindCost {
+    pub on_demand: f64,
+    pub spot: f64,
+    pub capacity_block: f64,
+    pub reservation: f64,
+    pub commitment: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BaselineCost {
+    /// `all-on-demand`, `cheapest-now`, `reserve-the-peak`.
+    pub name: String,
+    /// What the strategy means, in words.
+    pub description: String,
+    /// `None` when the strategy cannot cover the demand (e.g. on-demand limits).
+    pub expected_total: Option<f64>,
+    /// `expected_total - plan.cost.expected_total`.
+    pub saving: Option<f64>,
+    /// `saving / expected_total`.
+    pub saving_fraction: Option<f64>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Risk {
+    /// The costliest scenario.
+    pub worst_scenario: String,
+    pub worst_total: f64,
+    /// Per scenario: term capacity paid for but idle.
+    pub stranded: Vec<Stranded>,
+}
+
+/// Term (reserved, block, committed) GPU-hours paid for but not used in one scenario.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Stranded {
+    pub scenario: String,
+    pub probability: f64,
+    pub gpu_hours: u64,
+    /// The term price of those GPU-hours.
+    pub cost: f64,
+}
+
+/// What an action does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ActionKind {
+    /// Buy a capacity block (AWS Capacity Blocks for ML, GCP calendar-mode reservation).
+    PurchaseCapacityBlock,
+    /// Make a commitment (savings plan, CUD, reserved-instance term).
+    Commit,
+    /// Create a capacity reservation for a window.
+    Reserve,
+    /// Run N on-demand instances in a pool from `start` to `end`.
+    RunOnDemand,
+    /// Run N spot instances in a pool from `start` to `end`.
+    RunSpot,
+    /// Release (cancel) a reservation at `start`.
+    Release,
+}
+
+impl ActionKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ActionKind::PurchaseCapacityBlock => "purchase_capacity_block",
+            ActionKind::Commit => "commit",
+            ActionKind::Reserve => "reserve",
+            ActionKind::RunOnDemand => "run_on_demand",
+            ActionKind::RunSpot => "run_spot",
+            ActionKind::Release => "release",
+        }
+    }
+
+    /// Term purchases: bought once for the first stage, shared by every scenario.
+    pub fn is_term(self) -> bool {
+        matches!(
+            self,
+            ActionKind::PurchaseCapacityBlock | ActionKind::Commit | ActionKind::Reserve
+        )
+    }
+}
+
+/// One dated thing to do.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Action {
+    /// Stable, readable id from kind, pool, place, instance type and start (not list positions),
+    /// so re-plans that change one pool change only its actions.
+    pub id: String,
+    pub kind: ActionKind,
+    pub pool: String,
+    pub cloud: String,
+    pub region: String,
+    pub zone: Option<String>,
+    pub instance_type: String,
+    pub instances: u32,
+    pub gpus: u32,
+    /// When the capacity starts and ends (RFC 3339, UTC). For `release`, both are the release
+    /// time.
+    pub start: String,
+    pub end: String,
+    /// The same as hours from the horizon start (`end_hour` may pass the horizon for terms).
+    pub start_hour: u32,
+    pub end_hour: u32,
+    /// The latest time the action must be taken: `start` less the offer's lead time. `apply`
+    /// and `generate` act on actions due within their window.
+    pub due: String,
+    /// The earliest time it can be taken (booking window), where the cloud limits it.
+    pub bookable_from: Option<String>,
+    /// USD: the whole term for purchases; the run's cost in [`Plan::actions_scenario`] for runs.
+    pub cost: f64,
+    pub irreversible: bool,
+    /// The problem offer this action buys or runs (`gpucap.problem/v1` offer id).
+    pub offer: String,
+    /// The cloud's id for the offering (capacity block offering, SKU), where known.
+    pub offering_id: Option<String>,
+    /// Campaigns (and forecasts) whose demand the capacity serves in its window.
+    pub campaigns: Vec<String>,
+}
+
+/// One pool: where it may run and, hour by hour, demand against planned capacity.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PoolPlan {
+    pub id: String,
+    pub accelerator: String,
+    pub clouds: Vec<String>,
+    pub regions: Vec<String>,
+    /// Demand in [`Plan::actions_scenario`], GPUs.
+    pub demand_firm: Vec<Segment>,
+    pub demand_flex: Vec<Segment>,
+    /// Planned capacity in [`Plan::actions_scenario`], GPUs, by kind.
+    pub term: Vec<Segment>,
+    pub on_demand: Vec<Segment>,
+    pub spot: Vec<Segment>,
+    /// Capacity that already exists (state, config) counted at no extra cost, GPUs.
+    pub existing: Vec<Segment>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CampaignRef {
+    pub name: String,
+    pub team: Option<String>,
+    /// `critical`, `high`, `normal`, `low`; forecasts are `normal`.
+    pub priority: String,
+    pub interruptible: bool,
+    pub pool: String,
+}
+
+/// A price the plan relies on, and where and when it was learnt.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Quote {
+    /// The problem offer id.
+    pub offer: String,
+    /// `live`, `cache`, `snapshot`, `import`, or `state` for capacity already owned.
+    pub source: String,
+    pub fetched_at: String,
+    /// USD per instance-hour as quoted (for blocks: the effective hourly rate).
+    pub price_per_instance_hour: f64,
+    pub upfront_per_instance: f64,
+    pub offering_id: Option<String>,
+    /// Where the price came from in words (API, snapshot entry's URL, file).
+    pub origin: String,
+}
