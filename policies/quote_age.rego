@@ -2,9 +2,11 @@
 #
 # Why: spot prices move hourly and capacity-block prices daily; a plan that buys irreversible
 # capacity on a week-old quote may be paying far more than today's price, or counting on offers
-# that are gone. Quotes older than `budget.max_quote_age` (default 24h) deny the plan. Prices
-# from the built-in snapshot are a warning even when fresh enough: they were never fetched for
-# this account (no discounts, no regional gaps), so they are only good for a first look.
+# that are gone. Fetched quotes (live, cached, imported) older than `budget.max_quote_age`
+# (default 24h) deny the plan. Prices from the built-in snapshot are one warning instead, with
+# their age: they were never fetched for this account (no discounts, no regional gaps, dated
+# list prices), so an offline plan is good for a first look and a review, not for buying —
+# and denying it would make every offline plan fail for a reason the user already chose.
 #
 # Reads: input.quotes[].{offer, source, fetched_at}; data.now, data.max_quote_age_hours (the
 # engine fills both: now with the current time, the age with 24 when the config has none).
@@ -20,6 +22,7 @@ age_hours(q) := (time.parse_rfc3339_ns(data.now) - time.parse_rfc3339_ns(q.fetch
 deny contains d if {
 	limit := lib.max_quote_age_hours
 	some q in input.quotes
+	q.source != "snapshot"
 	age := age_hours(q)
 	age > limit
 	d := {
@@ -34,13 +37,17 @@ deny contains d if {
 	}
 }
 
+snapshot_offers := sort([q.offer | some q in input.quotes; q.source == "snapshot"])
+
 warn contains d if {
-	some q in input.quotes
-	q.source == "snapshot"
+	count(snapshot_offers) > 0
+	dates := sort({q.fetched_at | some q in input.quotes; q.source == "snapshot"})
+	oldest := [age_hours(q) | some q in input.quotes; q.source == "snapshot"]
 	d := {
 		"rule": "quotes.snapshot",
-		"message": sprintf("price of %s comes from the built-in snapshot of %s, not from the cloud", [q.offer, q.fetched_at]),
-		"offer": q.offer,
-		"fix": "enable the cloud's provider and credentials so gpucap fetches live prices",
+		"message": sprintf("%d price(s) come from the built-in snapshot of %s (up to %s h old), not from the cloud: %s", [count(snapshot_offers), concat(", ", dates), lib.hours(max(oldest)), concat(", ", snapshot_offers)]),
+		"offers": snapshot_offers,
+		"amount": max(oldest),
+		"fix": "enable the cloud's provider and credentials so gpucap fetches live prices, then plan again before buying",
 	}
 }

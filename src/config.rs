@@ -43,6 +43,112 @@ pub struct Config {
     /// Where results are written.
     #[serde(default)]
     pub output: Output,
+    /// Where `gpucap plan` gets prices.
+    #[serde(default)]
+    pub prices: PriceSettings,
+    /// How spot capacity is counted (what the price list does not say).
+    #[serde(default)]
+    pub spot: SpotSettings,
+    /// Capacity you already have (reservations, capacity blocks, commitments), counted at no
+    /// extra cost. `gpucap plan --terraform-state FILE` adds what a Terraform state holds.
+    #[serde(default)]
+    pub capacity: Vec<CapacityConfig>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PriceSettings {
+    /// Use only the built-in price snapshot (and `imports`), never the cloud APIs. Default
+    /// `false`; `gpucap plan --offline` does the same for one run.
+    #[serde(default)]
+    pub offline: bool,
+    /// SkyPilot catalog CSVs (`vms.csv`) to read prices from instead of the cloud APIs,
+    /// relative to this file. Default: none.
+    #[serde(default)]
+    pub imports: Vec<PathBuf>,
+}
+
+/// The spot model. Defaults come from public spot traces (`planner::spot` says which and how).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SpotSettings {
+    /// Interruptions per spot instance-hour. Default `0.229` (AWS GPU preemption traces, 2023).
+    #[serde(default = "default_interruptions")]
+    pub interruptions_per_hour: f64,
+    /// Fraction of the instances asked for that can be counted on. Default `0.47` (AWS 16-node
+    /// GPU availability traces, 2023).
+    #[serde(default = "default_availability")]
+    pub availability: f64,
+    /// Spot instances asked for per offer when the cloud states no limit. Default `16`.
+    #[serde(default = "default_spot_instances")]
+    pub max_instances: u32,
+    /// How often interruptible campaigns checkpoint, minutes. Default `30`.
+    #[serde(default = "default_checkpoint")]
+    pub checkpoint_interval_minutes: u32,
+    /// Time to get a replacement instance running again after an interruption, minutes.
+    /// Default `15`.
+    #[serde(default = "default_restart")]
+    pub restart_minutes: u32,
+    /// Per-place overrides, keyed by `cloud`, `cloud/region` or `cloud/region/instance-type`
+    /// (the longest matching key wins), e.g. `[spot.overrides."aws/us-west-2"]`.
+    #[serde(default)]
+    pub overrides: BTreeMap<String, SpotOverride>,
+}
+
+impl Default for SpotSettings {
+    fn default() -> Self {
+        SpotSettings {
+            interruptions_per_hour: default_interruptions(),
+            availability: default_availability(),
+            max_instances: default_spot_instances(),
+            checkpoint_interval_minutes: default_checkpoint(),
+            restart_minutes: default_restart(),
+            overrides: BTreeMap::new(),
+        }
+    }
+}
+
+/// Spot figures for one place, overriding the defaults.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SpotOverride {
+    pub interruptions_per_hour: Option<f64>,
+    pub availability: Option<f64>,
+    pub max_instances: Option<u32>,
+}
+
+fn default_interruptions() -> f64 {
+    0.229
+}
+fn default_availability() -> f64 {
+    0.47
+}
+fn default_spot_instances() -> u32 {
+    16
+}
+fn default_checkpoint() -> u32 {
+    30
+}
+fn default_restart() -> u32 {
+    15
+}
+
+/// Capacity you already have.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CapacityConfig {
+    /// The cloud's id for it (reservation id, block id, commitment name).
+    pub id: String,
+    /// `reservation`, `capacity-block` or `commitment`.
+    pub kind: gpucap_provider::PurchaseKind,
+    pub region: String,
+    pub zone: Option<String>,
+    pub instance_type: String,
+    pub instances: u32,
+    /// When it starts serving. Default: already active.
+    pub start: Option<Timestamp>,
+    /// When it ends. Default: open-ended.
+    pub end: Option<Timestamp>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -376,6 +482,77 @@ impl Config {
                     err = err.with_hint(format!("did you mean `{s}`?"));
                 }
                 return Err(err);
+            }
+        }
+        let spot = &self.spot;
+        let mut spot_figures = vec![(
+            "spot".to_string(),
+            Some(spot.interruptions_per_hour),
+            Some(spot.availability),
+        )];
+        for (key, o) in &spot.overrides {
+            spot_figures.push((
+                format!("spot.overrides.\"{key}\""),
+                o.interruptions_per_hour,
+                o.availability,
+            ));
+            if Cloud::of_region(key.split('/').nth(1).unwrap_or("us-east-1")).is_none()
+                || key
+                    .split('/')
+                    .next()
+                    .and_then(|c| c.parse::<Cloud>().ok())
+                    .is_none()
+            {
+                return Err(InputError::new(
+                    at(format!("spot.overrides.\"{key}\"")),
+                    format!(
+                        "`{key}` is not `cloud`, `cloud/region` or `cloud/region/instance-type`"
+                    ),
+                )
+                .with_hint("for example `aws`, `aws/us-west-2` or `aws/us-west-2/p5.48xlarge`"));
+            }
+        }
+        for (at_key, rate, availability) in spot_figures {
+            if let Some(r) = rate
+                && !(r.is_finite() && r >= 0.0)
+            {
+                return Err(InputError::new(
+                    at(format!("{at_key}.interruptions_per_hour")),
+                    format!("must be a number >= 0, found {r}"),
+                ));
+            }
+            if let Some(a) = availability
+                && !(0.0..=1.0).contains(&a)
+            {
+                return Err(InputError::new(
+                    at(format!("{at_key}.availability")),
+                    format!("must be a fraction in [0, 1], found {a}"),
+                ));
+            }
+        }
+        for (i, c) in self.capacity.iter().enumerate() {
+            if Cloud::of_region(&c.region).is_none() {
+                return Err(InputError::new(
+                    at(format!("capacity[{i}].region")),
+                    format!("`{}` is not an AWS, GCP or Azure region name", c.region),
+                ));
+            }
+            if c.kind == gpucap_provider::PurchaseKind::OnDemand
+                || c.kind == gpucap_provider::PurchaseKind::Spot
+            {
+                return Err(InputError::new(
+                    at(format!("capacity[{i}].kind")),
+                    format!("`{}` is not capacity you own", c.kind),
+                )
+                .with_hint("use `reservation`, `capacity-block` or `commitment`"));
+            }
+            if let (Some(a), Some(b)) = (c.start, c.end)
+                && b <= a
+            {
+                return Err(InputError::new(
+                    at(format!("capacity[{i}].end")),
+                    "end must be after start",
+                ));
             }
         }
         Ok(())

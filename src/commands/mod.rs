@@ -6,4 +6,5 @@ pub mod init;
 pub mod policy;
 pub mod prices;
 pub mod project;
+pub mod quotes;
 pub mod solve;

@@ -178,7 +178,7 @@ fn read_json(path: &Path, what: &str) -> anyhow::Result<Value> {
 }
 
 /// Policy errors that are the user's input become [`InputError`]s (exit status 2).
-fn input(err: PolicyError) -> anyhow::Error {
+pub(crate) fn input(err: PolicyError) -> anyhow::Error {
     if err.is_input() {
         InputError::from(err).into()
     } else {

@@ -9,20 +9,17 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
 
 use anyhow::Context as _;
 use chrono::{DateTime, Utc};
 use clap::Args;
-use gpucap_provider::cache::{self, QuoteCache};
-use gpucap_provider::{
-    Accelerator, Cloud, CollectingReporter, Issue, Offer, Provider, ProviderError, PurchaseKind,
-    Query, Readiness, Reporter, SourceKind, SystemClock, skypilot, snapshot,
-};
+use gpucap_provider::cache;
+use gpucap_provider::{Accelerator, Cloud, Offer, PurchaseKind, Query, SourceKind, snapshot};
 use rust_decimal::Decimal;
 use serde::Serialize;
 
 use crate::cli::{Format, GlobalArgs, Outcome};
+use crate::commands::quotes::{self, Sources};
 use crate::diagnostic::{InputError, Location};
 
 #[derive(Debug, Args)]
@@ -62,62 +59,36 @@ pub struct PricesArgs {
 pub fn run(global: &GlobalArgs, args: PricesArgs) -> anyhow::Result<Outcome> {
     let query = build_query(&args)?;
     let now = Utc::now();
-    let reporter = Arc::new(CliReporter::new(global.quiet));
-    let mut offers = Vec::new();
-    let mut failures: Vec<String> = Vec::new();
-
-    if args.offline || !args.imports.is_empty() {
-        if args.offline {
-            offers.extend(snapshot::builtin().context("the built-in snapshot is broken")?);
-        }
-        for path in &args.imports {
-            let imported = skypilot::import_file(path).map_err(|e| {
-                let mut loc = Location::file(&e.file);
-                if let Some(line) = e.line {
-                    loc = loc.line(line as usize);
-                }
-                InputError::new(loc, e.message.clone())
-            })?;
-            for issue in imported.issues {
-                reporter.issue(issue);
-            }
-            offers.extend(imported.offers);
-        }
-    } else {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .enable_all()
-            .build()
-            .context("starting tokio")?;
-        let cache_dir = args.cache_dir.clone().or_else(QuoteCache::default_dir);
-        let cache = cache_dir.map(|d| QuoteCache::new(d, Arc::new(SystemClock)));
-        let live = runtime.block_on(fetch_all(&query, &args, cache, reporter.clone()));
-        failures = live.failures;
-        if let Some(path) = &args.write_snapshot {
-            let fresh: Vec<Offer> = live
-                .offers
-                .iter()
-                .filter(|o| o.source.kind == SourceKind::Live)
-                .cloned()
-                .collect();
-            anyhow::ensure!(
-                !fresh.is_empty(),
-                "no live offers were fetched; not writing a snapshot to {}",
-                path.display()
-            );
-            let text = snapshot::write(
-                &fresh,
-                &format!(
-                    "Written by `gpucap prices --refresh --write-snapshot` on {}.",
-                    now.format("%Y-%m-%d")
-                ),
-            );
-            std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
-            eprintln!("wrote {} live offers to {}", fresh.len(), path.display());
-        }
-        offers = live.offers;
+    let sources = Sources {
+        offline: args.offline,
+        refresh: args.refresh,
+        imports: args.imports.clone(),
+        cache_dir: args.cache_dir.clone(),
+    };
+    let mut gathered = quotes::gather(&query, &args.clouds, &sources, global.quiet)?;
+    let mut offers = std::mem::take(&mut gathered.offers);
+    if let Some(path) = &args.write_snapshot {
+        let fresh: Vec<Offer> = offers
+            .iter()
+            .filter(|o| o.source.kind == SourceKind::Live)
+            .cloned()
+            .collect();
+        anyhow::ensure!(
+            !fresh.is_empty(),
+            "no live offers were fetched; not writing a snapshot to {}",
+            path.display()
+        );
+        let text = snapshot::write(
+            &fresh,
+            &format!(
+                "Written by `gpucap prices --refresh --write-snapshot` on {}.",
+                now.format("%Y-%m-%d")
+            ),
+        );
+        std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
+        eprintln!("wrote {} live offers to {}", fresh.len(), path.display());
     }
 
-    offers.retain(|o| query.wants(o) && (args.clouds.is_empty() || args.clouds.contains(&o.cloud)));
     offers.sort_by(|a, b| {
         a.effective_price_per_gpu_hour()
             .cmp(&b.effective_price_per_gpu_hour())
@@ -146,10 +117,7 @@ pub fn run(global: &GlobalArgs, args: PricesArgs) -> anyhow::Result<Outcome> {
         }
     }
 
-    reporter.summarise();
-    for failure in &failures {
-        eprintln!("warning: {failure}");
-    }
+    gathered.report(global.quiet);
     if offers.is_empty() {
         eprintln!("no offers match; try fewer filters, or `--offline` for the built-in snapshot");
         return Ok(Outcome(crate::cli::exit::ERROR));
@@ -185,240 +153,6 @@ fn build_query(args: &PricesArgs) -> anyhow::Result<Query> {
         regions: args.regions.clone(),
         kinds: args.kinds.clone(),
     })
-}
-
-/// A cloud without a live provider in this build, and the hint to show.
-type MissingProvider = (Cloud, &'static str);
-
-/// The providers compiled into this build, and hints for those that are not.
-fn providers() -> (Vec<Arc<dyn Provider>>, Vec<MissingProvider>) {
-    #[allow(unused_mut)]
-    let mut built: Vec<Arc<dyn Provider>> = Vec::new();
-    #[allow(unused_mut)]
-    let mut missing: Vec<MissingProvider> = Vec::new();
-    #[cfg(feature = "azure")]
-    built.push(Arc::new(gpucap_azure::provider()));
-    #[cfg(not(feature = "azure"))]
-    missing.push((Cloud::Azure, "rebuild with `--features azure`"));
-    #[cfg(feature = "aws")]
-    built.push(Arc::new(gpucap_aws::provider()));
-    #[cfg(feature = "gcp")]
-    built.push(Arc::new(gpucap_gcp::provider()));
-    for cloud in [Cloud::Aws, Cloud::Gcp] {
-        if !built.iter().any(|p| p.cloud() == cloud) {
-            missing.push((cloud, "this build has no live provider for it; its prices come from the built-in snapshot"));
-        }
-    }
-    (built, missing)
-}
-
-struct Live {
-    offers: Vec<Offer>,
-    failures: Vec<String>,
-}
-
-/// Fetches every wanted provider and region concurrently, with cache and snapshot fallback.
-async fn fetch_all(
-    query: &Query,
-    args: &PricesArgs,
-    cache: Option<QuoteCache>,
-    reporter: Arc<CliReporter>,
-) -> Live {
-    let wanted = |c: Cloud| args.clouds.is_empty() || args.clouds.contains(&c);
-    let snap = snapshot::builtin().unwrap_or_default();
-    let (built, missing) = providers();
-    let mut offers = Vec::new();
-    let mut failures = Vec::new();
-    for (cloud, hint) in missing.into_iter().filter(|(c, _)| wanted(*c)) {
-        eprintln!("hint: {cloud}: {hint}");
-        offers.extend(snap.iter().filter(|o| o.cloud == cloud).cloned());
-    }
-    let query = Arc::new(query.clone());
-    let mut tasks = tokio::task::JoinSet::new();
-    let mut total = 0u64;
-    for provider in built.into_iter().filter(|p| wanted(p.cloud())) {
-        let cloud = provider.cloud();
-        if let Readiness::Skip { reason, hint } = provider.readiness().await {
-            eprintln!("hint: skipping {cloud}: {reason}; {hint}");
-            offers.extend(snap.iter().filter(|o| o.cloud == cloud).cloned());
-            continue;
-        }
-        let limit = Arc::new(tokio::sync::Semaphore::new(
-            provider.max_concurrency().max(1),
-        ));
-        for region in provider.regions(&query) {
-            total += 1;
-            let (provider, query, reporter, limit, cache) = (
-                provider.clone(),
-                query.clone(),
-                reporter.clone(),
-                limit.clone(),
-                cache.clone(),
-            );
-            let refresh = args.refresh;
-            tasks.spawn(async move {
-                let _permit = limit.acquire_owned().await;
-                let outcome = fetch_region(
-                    provider.as_ref(),
-                    &query,
-                    &region,
-                    cache.as_ref(),
-                    refresh,
-                    reporter.as_ref(),
-                )
-                .await;
-                reporter.region_done(cloud, &region);
-                (cloud, region, outcome)
-            });
-        }
-    }
-    reporter.start(total);
-    while let Some(joined) = tasks.join_next().await {
-        let Ok((cloud, region, outcome)) = joined else {
-            continue;
-        };
-        match outcome {
-            Ok(found) => offers.extend(found),
-            Err((err, fallback)) => {
-                let used = if !fallback.is_empty() {
-                    offers.extend(fallback);
-                    "using stale cached quotes"
-                } else {
-                    let from_snapshot: Vec<Offer> = snap
-                        .iter()
-                        .filter(|o| o.cloud == cloud && o.region == region)
-                        .cloned()
-                        .collect();
-                    let what = if from_snapshot.is_empty() {
-                        "no fallback prices"
-                    } else {
-                        "using the built-in snapshot"
-                    };
-                    offers.extend(from_snapshot);
-                    what
-                };
-                failures.push(format!("{err} ({used})"));
-            }
-        }
-    }
-    reporter.finish();
-    Live { offers, failures }
-}
-
-/// One region: fresh cache, else live (stored in the cache), else the error and stale quotes.
-async fn fetch_region(
-    provider: &dyn Provider,
-    query: &Query,
-    region: &str,
-    cache: Option<&QuoteCache>,
-    refresh: bool,
-    reporter: &dyn Reporter,
-) -> Result<Vec<Offer>, (ProviderError, Vec<Offer>)> {
-    let cloud = provider.cloud();
-    let cached = cache.and_then(|c| match c.lookup(cloud, region) {
-        Ok(l) => Some(l),
-        Err(e) => {
-            tracing::warn!("{e}; ignoring the cache");
-            None
-        }
-    });
-    if !refresh
-        && let Some(l) = &cached
-        && l.stale.is_empty()
-        && l.fresh.iter().any(|o| query.wants(o))
-    {
-        return Ok(l.fresh.clone());
-    }
-    match provider.fetch(query, region, reporter).await {
-        Ok(found) => {
-            if let Some(c) = cache
-                && let Err(e) = c.store(cloud, region, &found)
-            {
-                tracing::warn!("{e}");
-            }
-            Ok(found)
-        }
-        Err(err) => {
-            let fallback = cached
-                .map(|l| l.fresh.into_iter().chain(l.stale).collect())
-                .unwrap_or_default();
-            Err((err, fallback))
-        }
-    }
-}
-
-/// Progress on stderr (hidden when stderr is not a terminal) and issues collected for the end.
-struct CliReporter {
-    issues: CollectingReporter,
-    bar: Mutex<Option<indicatif::ProgressBar>>,
-    quiet: bool,
-}
-
-impl CliReporter {
-    fn new(quiet: bool) -> Self {
-        CliReporter {
-            issues: CollectingReporter::new(),
-            bar: Mutex::new(None),
-            quiet,
-        }
-    }
-
-    fn start(&self, regions: u64) {
-        if self.quiet || regions == 0 {
-            return;
-        }
-        let bar = indicatif::ProgressBar::with_draw_target(
-            Some(regions),
-            indicatif::ProgressDrawTarget::stderr(),
-        );
-        if let Ok(style) = indicatif::ProgressStyle::with_template(
-            "{spinner} fetching prices [{bar:30}] {pos}/{len} regions {msg}",
-        ) {
-            bar.set_style(style.progress_chars("=> "));
-        }
-        if let Ok(mut b) = self.bar.lock() {
-            *b = Some(bar);
-        }
-    }
-
-    fn region_done(&self, cloud: Cloud, region: &str) {
-        if let Ok(b) = self.bar.lock()
-            && let Some(bar) = b.as_ref()
-        {
-            bar.inc(1);
-            bar.set_message(format!("{cloud} {region}"));
-        }
-    }
-
-    fn finish(&self) {
-        if let Ok(mut b) = self.bar.lock()
-            && let Some(bar) = b.take()
-        {
-            bar.finish_and_clear();
-        }
-    }
-
-    /// Prints what was refused or corrected, one line each.
-    fn summarise(&self) {
-        let issues = self.issues.issues();
-        if issues.is_empty() || self.quiet {
-            return;
-        }
-        eprintln!("{} price(s) were not used as given:", issues.len());
-        for issue in &issues {
-            eprintln!("  {issue}");
-        }
-    }
-}
-
-impl Reporter for CliReporter {
-    fn issue(&self, issue: Issue) {
-        self.issues.issue(issue);
-    }
-
-    fn progress(&self, cloud: Cloud, region: &str, what: &str) {
-        tracing::debug!("{cloud} {region}: {what}");
-    }
 }
 
 /// One offer as `--format json` prints it.

@@ -5,7 +5,7 @@
 //! buffer)`), then the scenario's scale, rounded up to whole GPUs; the scenario's slip moves the
 //! campaign later; the result is clipped to the horizon. Forecast values use the scenario's
 //! quantile and are rounded up. Interruptible campaigns (and forecasts marked `flex`) are flex
-//! demand, the rest firm.
+//! demand, the rest firm; critical campaigns are always firm, so they never land on spot.
 //!
 //! Besides the totals, every curve keeps each campaign's and forecast's own contribution, so
 //! reports can say which campaigns drive a peak and charts can stack them.
@@ -15,7 +15,7 @@ pub mod summary;
 
 use serde::Serialize;
 
-use crate::calendar::Campaign;
+use crate::calendar::{Campaign, Priority};
 use crate::config::{Config, ScenarioConfig};
 use crate::diagnostic::{InputError, Location, Warning};
 use crate::forecast::Series;
@@ -202,7 +202,9 @@ fn campaign_contribution(
     (gpus > 0).then(|| Contribution {
         label: c.name.clone(),
         team: c.team.clone(),
-        flex: c.interruptible,
+        // Critical campaigns stay off spot even when they checkpoint: the `spot.critical` gate
+        // would deny any plan that put them there.
+        flex: c.interruptible && c.priority != Priority::Critical,
         segments: vec![Segment(from, to, gpus)],
     })
 }

@@ -9,6 +9,9 @@
 //! The fields the gates read (`cost`, `actions`, `campaigns`, `quotes`) are the contract written
 //! down in `policies/README.md`; the rest is for people, charts and renderers.
 
+pub mod build;
+pub mod fingerprint;
+
 use serde::{Deserialize, Serialize};
 
 use crate::policy::Decisions;

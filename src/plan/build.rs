@@ -1,0 +1,725 @@
+//! From a solved problem to a plan: purchases and usage become dated actions; costs are split
+//! by scenario, month, pool, team and kind; the baselines are priced against the plan; and the
+//! risk of paying for idle term capacity is measured per scenario. Pure.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use chrono::{DateTime, Datelike, Duration, NaiveDate, Utc};
+use gpucap_provider::PurchaseKind;
+
+use crate::calendar::Campaign;
+use crate::demand::{self, DemandCurve};
+use crate::planner::{OfferInfo, Planned};
+use crate::problem::{OfferKind, Segment, Solution, Status, Validated};
+use crate::solver::Baselines;
+use crate::timespec::{Horizon, rfc3339};
+
+use super::{
+    Action, ActionKind, BaselineCost, CampaignRef, Cost, Fingerprint, KindCost, MonthCost,
+    PLAN_SCHEMA, Plan, PlanHorizon, PoolCost, PoolPlan, Quote, Risk, ScenarioCost, SolutionSummary,
+    Stranded, TeamCost,
+};
+
+/// Everything a plan is made from.
+pub struct PlanInputs<'a> {
+    pub problem: &'a Validated,
+    pub planned: &'a Planned,
+    pub solution: &'a Solution,
+    pub baselines: &'a Baselines,
+    pub demand: &'a DemandCurve,
+    pub campaigns: &'a [Campaign],
+    pub fingerprint: Fingerprint,
+    pub now: DateTime<Utc>,
+}
+
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum BuildError {
+    #[error("no plan covers the demand: {0}")]
+    Infeasible(String),
+    #[error("the solution names offer `{0}`, which the problem does not have")]
+    UnknownOffer(String),
+}
+
+/// One run or purchase with its problem offer, for costing.
+struct Priced<'a> {
+    index: usize,
+    info: &'a OfferInfo,
+}
+
+/// Builds the plan (gates not yet evaluated).
+pub fn build(inputs: PlanInputs<'_>) -> Result<Plan, BuildError> {
+    let PlanInputs {
+        problem: v,
+        planned,
+        solution,
+        baselines,
+        demand,
+        campaigns,
+        fingerprint,
+        now,
+    } = inputs;
+    if solution.status == Status::Infeasible {
+        return Err(BuildError::Infeasible(
+            solution.message.clone().unwrap_or_default(),
+        ));
+    }
+    let problem = v.problem();
+    let horizon = demand.horizon;
+    let hours = problem.hours;
+    let index: HashMap<&str, usize> = problem
+        .offers
+        .iter()
+        .enumerate()
+        .map(|(i, o)| (o.id.as_str(), i))
+        .collect();
+    let lookup = |id: &str| -> Result<Priced<'_>, BuildError> {
+        let i = *index
+            .get(id)
+            .ok_or_else(|| BuildError::UnknownOffer(id.to_string()))?;
+        let info = planned
+            .offers
+            .get(id)
+            .ok_or_else(|| BuildError::UnknownOffer(id.to_string()))?;
+        Ok(Priced { index: i, info })
+    };
+    let pool_index: HashMap<&str, usize> = problem
+        .pools
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (p.as_str(), i))
+        .collect();
+    let probabilities: Vec<f64> = problem.scenarios.iter().map(|s| s.probability).collect();
+    let actions_scenario = most_likely(&probabilities);
+
+    let mut ids = IdMaker::default();
+    let mut actions = Vec::new();
+    let mut by_kind = KindCost::default();
+    let mut months: BTreeMap<String, f64> = BTreeMap::new();
+    let mut pool_cost = vec![0.0; problem.pools.len()];
+    let mut pool_term_cost = vec![0.0; problem.pools.len()];
+    let mut pool_term_gpu_hours = vec![0.0; problem.pools.len()];
+    let mut term_segments: Vec<Vec<Segment>> = vec![Vec::new(); problem.pools.len()];
+    let mut existing_segments: Vec<Vec<Segment>> = vec![Vec::new(); problem.pools.len()];
+    let mut irreversible = 0.0;
+    let mut used_offers = BTreeSet::new();
+
+    // First stage: term purchases.
+    for purchase in &solution.purchases {
+        let Priced { index: i, info } = lookup(&purchase.offer)?;
+        let o = &problem.offers[i];
+        let p = v.pool_of(i);
+        let cover = o.term_hours.unwrap_or(0);
+        let segment = Segment(
+            purchase.start_hour,
+            (purchase.start_hour + cover).min(hours),
+            purchase.instances * o.gpus_per_instance,
+        );
+        if info.existing.is_some() {
+            existing_segments[p].push(segment);
+            continue;
+        }
+        used_offers.insert(purchase.offer.clone());
+        term_segments[p].push(segment);
+        let cost = f64::from(purchase.instances) * v.term_cost_per_instance(i);
+        pool_cost[p] += cost;
+        pool_term_cost[p] += cost;
+        pool_term_gpu_hours[p] += f64::from(cover) * f64::from(segment.2);
+        *kind_slot(&mut by_kind, info.purchase) += cost;
+        if info.purchase.is_irreversible() {
+            irreversible += cost;
+        }
+        spread(
+            &mut months,
+            &horizon,
+            purchase.start_hour,
+            purchase.start_hour + cover.max(1),
+            cost / f64::from(cover.max(1)),
+        );
+        let term = info.term.as_ref();
+        let offset = Duration::minutes(term.map_or(0, |t| t.start_offset_minutes));
+        let real_start = horizon.time_of(purchase.start_hour) + offset;
+        let billed = term.map_or(cover, |t| t.billed_hours);
+        let real_end = real_start + Duration::hours(i64::from(billed));
+        let lead = Duration::hours(i64::from(term.map_or(0, |t| t.lead_hours)));
+        let kind = match info.purchase {
+            PurchaseKind::CapacityBlock => ActionKind::PurchaseCapacityBlock,
+            PurchaseKind::Commitment => ActionKind::Commit,
+            _ if info.term.as_ref().is_some_and(|t| !t.releasable) => ActionKind::Commit,
+            _ => ActionKind::Reserve,
+        };
+        let served = campaigns_served(demand, p, purchase.start_hour, segment.1, None, false);
+        let action = Action {
+            id: ids.make(
+                kind,
+                info,
+                term.map(|t| t.label.as_str()),
+                purchase.start_hour,
+            ),
+            kind,
+            pool: info.pool.clone(),
+            cloud: info.cloud.to_string(),
+            region: info.region.clone(),
+            zone: info.zone.clone(),
+            instance_type: info.instance_type.clone(),
+            instances: purchase.instances,
+            gpus: segment.2,
+            start: rfc3339(real_start),
+            end: rfc3339(real_end),
+            start_hour: purchase.start_hour,
+            end_hour: purchase.start_hour + cover,
+            due: rfc3339((real_start - lead).max(now)),
+            bookable_from: term
+                .and_then(|t| t.max_advance_hours)
+                .map(|h| rfc3339(real_start - Duration::hours(i64::from(h)))),
+            cost,
+            irreversible: info.purchase.is_irreversible(),
+            offer: purchase.offer.clone(),
+            offering_id: info.offering_id.clone(),
+            campaigns: served,
+        };
+        if term.is_some_and(|t| t.releasable) {
+            let mut release = action.clone();
+            release.id = ids.make(ActionKind::Release, info, None, action.end_hour);
+            release.kind = ActionKind::Release;
+            release.start = action.end.clone();
+            release.due = action.end.clone();
+            release.start_hour = action.end_hour;
+            release.bookable_from = None;
+            release.cost = 0.0;
+            release.irreversible = false;
+            release.campaigns = Vec::new();
+            actions.push(action);
+            actions.push(release);
+        } else {
+            actions.push(action);
+        }
+    }
+    let term_cost: f64 = pool_term_cost.iter().sum();
+
+    // Second stage: on-demand and spot, per scenario.
+    let mut by_scenario = Vec::new();
+    let mut pool_scenario_run = vec![vec![0.0; problem.scenarios.len()]; problem.pools.len()];
+    let mut run_segments: Vec<[Vec<Segment>; 2]> =
+        vec![[Vec::new(), Vec::new()]; problem.pools.len()];
+    for (k, scenario) in solution.scenarios.iter().enumerate() {
+        let probability = probabilities.get(k).copied().unwrap_or(0.0);
+        let (mut on_demand, mut spot) = (0.0, 0.0);
+        for usage in &scenario.usage {
+            let Priced { index: i, info } = lookup(&usage.offer)?;
+            let o = &problem.offers[i];
+            let p = v.pool_of(i);
+            let hourly = v.hourly_cost(i);
+            let is_spot = o.kind == OfferKind::Spot;
+            for s in &usage.segments {
+                let cost = hourly * f64::from(s.2) * f64::from(s.len());
+                if is_spot {
+                    spot += cost;
+                } else {
+                    on_demand += cost;
+                }
+                pool_scenario_run[p][k] += cost;
+                spread(
+                    &mut months,
+                    &horizon,
+                    s.0,
+                    s.1,
+                    probability * hourly * f64::from(s.2),
+                );
+                if k != actions_scenario {
+                    continue;
+                }
+                used_offers.insert(usage.offer.clone());
+                run_segments[p][usize::from(is_spot)].push(Segment(
+                    s.0,
+                    s.1,
+                    s.2 * o.gpus_per_instance,
+                ));
+                let kind = if is_spot {
+                    ActionKind::RunSpot
+                } else {
+                    ActionKind::RunOnDemand
+                };
+                actions.push(Action {
+                    id: ids.make(kind, info, None, s.0),
+                    kind,
+                    pool: info.pool.clone(),
+                    cloud: info.cloud.to_string(),
+                    region: info.region.clone(),
+                    zone: info.zone.clone(),
+                    instance_type: info.instance_type.clone(),
+                    instances: s.2,
+                    gpus: s.2 * o.gpus_per_instance,
+                    start: rfc3339(horizon.time_of(s.0)),
+                    end: rfc3339(horizon.time_of(s.1)),
+                    start_hour: s.0,
+                    end_hour: s.1,
+                    due: rfc3339(horizon.time_of(s.0).max(now)),
+                    bookable_from: None,
+                    cost,
+                    irreversible: false,
+                    offer: usage.offer.clone(),
+                    offering_id: info.offering_id.clone(),
+                    campaigns: campaigns_served(demand, p, s.0, s.1, Some(k), is_spot),
+                });
+            }
+        }
+        by_kind.on_demand += probability * on_demand;
+        by_kind.spot += probability * spot;
+        by_scenario.push(ScenarioCost {
+            name: scenario.name.clone(),
+            probability,
+            total: term_cost + on_demand + spot,
+            on_demand,
+            spot,
+        });
+    }
+    for (p, runs) in pool_scenario_run.iter().enumerate() {
+        pool_cost[p] += runs
+            .iter()
+            .zip(&probabilities)
+            .map(|(c, q)| c * q)
+            .sum::<f64>();
+    }
+    actions.sort_by(|a, b| {
+        (a.start_hour, a.kind, &a.pool, &a.id).cmp(&(b.start_hour, b.kind, &b.pool, &b.id))
+    });
+
+    let expected_total = term_cost
+        + by_scenario
+            .iter()
+            .map(|s| s.probability * (s.on_demand + s.spot))
+            .sum::<f64>();
+
+    let cost = Cost {
+        expected_total,
+        irreversible,
+        by_month: months
+            .into_iter()
+            .map(|(month, expected)| MonthCost { month, expected })
+            .collect(),
+        by_pool: problem
+            .pools
+            .iter()
+            .zip(&pool_cost)
+            .map(|(pool, &expected)| PoolCost {
+                pool: pool.clone(),
+                expected,
+            })
+            .collect(),
+        by_team: by_team(
+            demand,
+            &pool_index,
+            &pool_term_cost,
+            &pool_scenario_run,
+            &probabilities,
+        ),
+        by_scenario,
+        by_kind,
+    };
+
+    let baselines = baselines
+        .iter()
+        .map(|b| BaselineCost {
+            name: b.name.to_string(),
+            description: describe_baseline(b.name).to_string(),
+            expected_total: b.expected_cost,
+            saving: b.expected_cost.map(|c| c - expected_total),
+            saving_fraction: b
+                .expected_cost
+                .filter(|&c| c > 0.0)
+                .map(|c| (c - expected_total) / c),
+        })
+        .collect();
+
+    let risk = risk(
+        demand,
+        hours,
+        &term_segments,
+        &existing_segments,
+        &pool_term_cost,
+        &pool_term_gpu_hours,
+        &cost.by_scenario,
+    );
+
+    let scenario_curve = &demand.scenarios[actions_scenario.min(demand.scenarios.len() - 1)];
+    let pools = demand
+        .pools
+        .iter()
+        .enumerate()
+        .map(|(p, pool)| PoolPlan {
+            id: pool.id.clone(),
+            accelerator: pool.accelerator.name().to_string(),
+            clouds: pool
+                .effective_clouds()
+                .iter()
+                .map(ToString::to_string)
+                .collect(),
+            regions: pool.regions.clone(),
+            demand_firm: scenario_curve.pools[p].firm.clone(),
+            demand_flex: scenario_curve.pools[p].flex.clone(),
+            term: demand::merge(hours, term_segments[p].iter().copied()),
+            on_demand: demand::merge(hours, run_segments[p][0].iter().copied()),
+            spot: demand::merge(hours, run_segments[p][1].iter().copied()),
+            existing: demand::merge(hours, existing_segments[p].iter().copied()),
+        })
+        .collect();
+
+    let mut quoted = BTreeSet::new();
+    let quotes = used_offers
+        .iter()
+        .filter_map(|id| {
+            let info = planned.offers.get(id)?;
+            let source = info.quote.as_ref()?;
+            quoted.insert(info.quoted_as.clone()).then_some(())?;
+            Some(Quote {
+                offer: info.quoted_as.clone(),
+                source: source_name(source.kind).to_string(),
+                fetched_at: rfc3339(source.fetched_at),
+                price_per_instance_hour: info.price_per_instance_hour,
+                upfront_per_instance: info.upfront,
+                offering_id: info.offering_id.clone(),
+                origin: source.origin.clone(),
+            })
+        })
+        .collect();
+
+    Ok(Plan {
+        schema: PLAN_SCHEMA.to_string(),
+        created_at: rfc3339(now),
+        horizon: PlanHorizon {
+            start: rfc3339(horizon.start),
+            end: rfc3339(horizon.end()),
+            hours,
+        },
+        fingerprint,
+        solution: SolutionSummary {
+            status: match solution.status {
+                Status::Optimal => "optimal",
+                _ => "feasible",
+            }
+            .to_string(),
+            expected_cost: solution.expected_cost,
+            bound: solution.bound,
+            term_cost: solution.term_cost,
+        },
+        cost,
+        baselines,
+        risk,
+        actions_scenario: problem
+            .scenarios
+            .get(actions_scenario)
+            .map(|s| s.name.clone())
+            .unwrap_or_default(),
+        actions,
+        pools,
+        campaigns: campaign_refs(demand, campaigns),
+        quotes,
+        assumptions: planned.assumptions.clone(),
+        gates: Default::default(),
+    })
+}
+
+/// The index of the most likely scenario (the first on ties).
+fn most_likely(probabilities: &[f64]) -> usize {
+    let mut best = 0;
+    for (k, &q) in probabilities.iter().enumerate() {
+        if q > probabilities[best] {
+            best = k;
+        }
+    }
+    best
+}
+
+fn kind_slot(by_kind: &mut KindCost, kind: PurchaseKind) -> &mut f64 {
+    match kind {
+        PurchaseKind::OnDemand => &mut by_kind.on_demand,
+        PurchaseKind::Spot => &mut by_kind.spot,
+        PurchaseKind::CapacityBlock => &mut by_kind.capacity_block,
+        PurchaseKind::Reservation => &mut by_kind.reservation,
+        PurchaseKind::Commitment => &mut by_kind.commitment,
+    }
+}
+
+fn source_name(kind: gpucap_provider::SourceKind) -> &'static str {
+    use gpucap_provider::SourceKind::*;
+    match kind {
+        Live => "live",
+        Cache => "cache",
+        Snapshot => "snapshot",
+        Import => "import",
+    }
+}
+
+fn describe_baseline(name: &str) -> &'static str {
+    match name {
+        "all-on-demand" => "the cheapest on-demand offers every hour; no spot, no terms",
+        "cheapest-now" => {
+            "the cheapest on-demand and spot mix every hour (spot for interruptible work); no terms"
+        }
+        "reserve-the-peak" => {
+            "per pool, the term with the lowest price per GPU-hour bought for the peak, the rest on demand and spot"
+        }
+        _ => "",
+    }
+}
+
+/// Adds `per_hour` for every hour in `[from, to)` to the calendar months those hours fall in
+/// (hours past the horizon included).
+fn spread(
+    months: &mut BTreeMap<String, f64>,
+    horizon: &Horizon,
+    from: u32,
+    to: u32,
+    per_hour: f64,
+) {
+    if per_hour == 0.0 || from >= to {
+        return;
+    }
+    let mut t = horizon.start + Duration::hours(i64::from(from));
+    let end = horizon.start + Duration::hours(i64::from(to));
+    while t < end {
+        let next_month = first_of_next_month(t).min(end);
+        let hours = (next_month - t).num_seconds() as f64 / 3600.0;
+        *months.entry(t.format("%Y-%m").to_string()).or_default() += per_hour * hours;
+        t = next_month;
+    }
+}
+
+fn first_of_next_month(t: DateTime<Utc>) -> DateTime<Utc> {
+    let (y, m) = if t.month() == 12 {
+        (t.year() + 1, 1)
+    } else {
+        (t.year(), t.month() + 1)
+    };
+    NaiveDate::from_ymd_opt(y, m, 1)
+        .and_then(|d| d.and_hms_opt(0, 0, 0))
+        .map_or(t + Duration::days(31), |d| d.and_utc())
+}
+
+/// Campaigns (and forecasts) with demand in pool `p` during `[from, to)`: in scenario `only`
+/// or in any scenario; flex demand only when `flex_only`.
+fn campaigns_served(
+    demand: &DemandCurve,
+    p: usize,
+    from: u32,
+    to: u32,
+    only: Option<usize>,
+    flex_only: bool,
+) -> Vec<String> {
+    let mut names = BTreeSet::new();
+    for (k, s) in demand.scenarios.iter().enumerate() {
+        if only.is_some_and(|o| o != k) {
+            continue;
+        }
+        for c in &s.pools[p].contributions {
+            if flex_only && !c.flex {
+                continue;
+            }
+            if c.segments.iter().any(|seg| seg.0 < to && from < seg.1) {
+                names.insert(c.label.clone());
+            }
+        }
+    }
+    names.into_iter().collect()
+}
+
+/// Each pool's cost in each scenario shared among teams by their GPU-hours there.
+fn by_team(
+    demand: &DemandCurve,
+    pool_index: &HashMap<&str, usize>,
+    pool_term_cost: &[f64],
+    pool_scenario_run: &[Vec<f64>],
+    probabilities: &[f64],
+) -> Vec<TeamCost> {
+    let mut teams: BTreeMap<Option<String>, f64> = BTreeMap::new();
+    for (k, scenario) in demand.scenarios.iter().enumerate() {
+        let q = probabilities.get(k).copied().unwrap_or(0.0);
+        for (pool, curve) in demand.pools.iter().zip(&scenario.pools) {
+            let Some(&p) = pool_index.get(pool.id.as_str()) else {
+                continue;
+            };
+            let cost = pool_term_cost[p] + pool_scenario_run[p].get(k).copied().unwrap_or(0.0);
+            if cost == 0.0 {
+                continue;
+            }
+            let mut hours: BTreeMap<Option<String>, f64> = BTreeMap::new();
+            for c in &curve.contributions {
+                *hours.entry(c.team.clone()).or_default() += c.gpu_hours() as f64;
+            }
+            let total: f64 = hours.values().sum();
+            if total == 0.0 {
+                *teams.entry(None).or_default() += q * cost;
+                continue;
+            }
+            for (team, h) in hours {
+                *teams.entry(team).or_default() += q * cost * h / total;
+            }
+        }
+    }
+    // Named teams first, then the unassigned.
+    let mut out: Vec<TeamCost> = teams
+        .iter()
+        .filter(|(t, _)| t.is_some())
+        .chain(teams.iter().filter(|(t, _)| t.is_none()))
+        .filter(|(_, c)| **c != 0.0)
+        .map(|(team, &expected)| TeamCost {
+            team: team.clone(),
+            expected,
+        })
+        .collect();
+    out.dedup();
+    out
+}
+
+/// Worst scenario, and term GPU-hours bought but idle in each scenario (capacity already owned
+/// is used first; idle hours are priced at the pool's average term price per GPU-hour).
+fn risk(
+    demand: &DemandCurve,
+    hours: u32,
+    term: &[Vec<Segment>],
+    existing: &[Vec<Segment>],
+    pool_term_cost: &[f64],
+    pool_term_gpu_hours: &[f64],
+    by_scenario: &[ScenarioCost],
+) -> Risk {
+    let worst = by_scenario
+        .iter()
+        .fold(None::<&ScenarioCost>, |w, s| match w {
+            Some(w) if w.total >= s.total => Some(w),
+            _ => Some(s),
+        });
+    let term_hourly: Vec<Vec<u32>> = term.iter().map(|t| demand::hourly(hours, t)).collect();
+    let owned_hourly: Vec<Vec<u32>> = existing.iter().map(|t| demand::hourly(hours, t)).collect();
+    let stranded = demand
+        .scenarios
+        .iter()
+        .map(|s| {
+            let mut gpu_hours = 0u64;
+            let mut cost = 0.0;
+            for (p, curve) in s.pools.iter().enumerate() {
+                let firm = demand::hourly(hours, &curve.firm);
+                let flex = demand::hourly(hours, &curve.flex);
+                let mut idle = 0u64;
+                for t in 0..hours as usize {
+                    let need = firm[t] + flex[t];
+                    let after_owned = need.saturating_sub(owned_hourly[p][t]);
+                    idle += u64::from(term_hourly[p][t].saturating_sub(after_owned));
+                }
+                gpu_hours += idle;
+                if pool_term_gpu_hours[p] > 0.0 {
+                    cost += idle as f64 * pool_term_cost[p] / pool_term_gpu_hours[p];
+                }
+            }
+            Stranded {
+                scenario: s.name.clone(),
+                probability: s.probability,
+                gpu_hours,
+                cost,
+            }
+        })
+        .collect();
+    Risk {
+        worst_scenario: worst.map(|w| w.name.clone()).unwrap_or_default(),
+        worst_total: worst.map_or(0.0, |w| w.total),
+        stranded,
+    }
+}
+
+/// Campaigns and forecasts as the gates see them.
+fn campaign_refs(demand: &DemandCurve, campaigns: &[Campaign]) -> Vec<CampaignRef> {
+    let mut pool_of: BTreeMap<&str, (&str, bool, Option<&String>)> = BTreeMap::new();
+    for s in &demand.scenarios {
+        for (pool, curve) in demand.pools.iter().zip(&s.pools) {
+            for c in &curve.contributions {
+                pool_of.entry(c.label.as_str()).or_insert((
+                    pool.id.as_str(),
+                    c.flex,
+                    c.team.as_ref(),
+                ));
+            }
+        }
+    }
+    let mut refs: Vec<CampaignRef> = campaigns
+        .iter()
+        .filter_map(|c| {
+            let (pool, _, _) = pool_of.get(c.name.as_str())?;
+            Some(CampaignRef {
+                name: c.name.clone(),
+                team: c.team.clone(),
+                priority: format!("{:?}", c.priority).to_lowercase(),
+                interruptible: c.interruptible,
+                pool: pool.to_string(),
+            })
+        })
+        .collect();
+    for (label, (pool, flex, team)) in &pool_of {
+        if label.starts_with("forecast:") {
+            refs.push(CampaignRef {
+                name: label.to_string(),
+                team: team.cloned(),
+                priority: "normal".into(),
+                interruptible: *flex,
+                pool: pool.to_string(),
+            });
+        }
+    }
+    refs.sort_by(|a, b| a.name.cmp(&b.name));
+    refs
+}
+
+/// Readable, stable action ids: `block-h100-us-aws-us-east-1-p5-48xlarge-7d-0036`.
+#[derive(Default)]
+struct IdMaker {
+    used: BTreeSet<String>,
+}
+
+impl IdMaker {
+    fn make(
+        &mut self,
+        kind: ActionKind,
+        info: &OfferInfo,
+        label: Option<&str>,
+        hour: u32,
+    ) -> String {
+        let prefix = match kind {
+            ActionKind::PurchaseCapacityBlock => "block",
+            ActionKind::Commit => "commit",
+            ActionKind::Reserve => "reserve",
+            ActionKind::RunOnDemand => "od",
+            ActionKind::RunSpot => "spot",
+            ActionKind::Release => "release",
+        };
+        let mut parts = vec![
+            prefix.to_string(),
+            info.pool.clone(),
+            info.cloud.to_string(),
+            info.zone.clone().unwrap_or_else(|| info.region.clone()),
+            info.instance_type.clone(),
+        ];
+        if let Some(l) = label {
+            parts.push(l.to_string());
+        }
+        parts.push(format!("{hour:04}"));
+        let base = slug(&parts.join("-"));
+        let mut id = base.clone();
+        let mut n = 2;
+        while !self.used.insert(id.clone()) {
+            id = format!("{base}-{n}");
+            n += 1;
+        }
+        id
+    }
+}
+
+/// Lowercase ASCII letters, digits and single dashes.
+fn slug(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c.to_ascii_lowercase());
+        } else if !out.ends_with('-') {
+            out.push('-');
+        }
+    }
+    out.trim_matches('-').to_string()
+}

@@ -1,0 +1,259 @@
+//! Booking rules for term capacity: which lengths can be bought, when a purchase may start, how
+//! much notice it needs and how far ahead it can be booked. Price lists give a price; these
+//! rules say what that price can buy.
+//!
+//! - **AWS Capacity Blocks for ML**: 1 to 14 days in 1-day steps and longer blocks in 7-day
+//!   steps (up to 182 days); blocks start and end at 11:30 UTC; they can be booked up to eight
+//!   weeks ahead (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-capacity-blocks.html).
+//!   The whole fee is paid when booking. gpucap counts the whole hours inside a block (12:00 to
+//!   11:00 of the last day) and offers the lengths in [`AWS_BLOCK_DAYS`]. A live offering with
+//!   a date and length is offered exactly as sold.
+//! - **GCP calendar-mode future reservations** (and other clouds' blocks): gpucap assumes
+//!   daily starts at 00:00 UTC, a day's notice and the lengths in [`BLOCK_DAYS`].
+//! - **Capacity reservations without a term** (AWS ODCR, GCP reservations, Azure capacity
+//!   reservations): billed per hour while they exist, released at will; offered as windows of
+//!   [`RESERVATION_DAYS`] starting any day at 00:00 UTC, each followed by a release.
+//! - **Commitments and term reservations** (CUDs, savings plans, 1- and 3-year reservations)
+//!   start now: at the planning start, or the next hour when planning has begun.
+//!
+//! A purchase may start after the booking window that is open today (e.g. a block twelve weeks
+//! out): the plan keeps it with the date it becomes bookable, and a later run books it at the
+//! price of that day — the rolling horizon.
+
+use chrono::{DateTime, Duration, Timelike, Utc};
+use gpucap_provider::{Cloud, Offer, PurchaseKind};
+
+use crate::timespec::Horizon;
+
+/// Capacity-block lengths offered for AWS, days.
+pub const AWS_BLOCK_DAYS: &[u32] = &[1, 2, 3, 4, 5, 7, 10, 14, 21, 28];
+/// Capacity-block lengths offered for other clouds, days.
+pub const BLOCK_DAYS: &[u32] = &[1, 2, 3, 7, 14, 28];
+/// Reservation windows offered, days.
+pub const RESERVATION_DAYS: &[u32] = &[1, 7, 14, 28];
+
+/// One way to buy a term offer: a length and the hours it may start at.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TermChoice {
+    /// Suffix of the problem offer id, e.g. `7d`.
+    pub label: String,
+    /// Whole horizon hours the purchase serves.
+    pub cover_hours: u32,
+    /// Hours billed (the term's length, used or not).
+    pub billed_hours: u32,
+    /// Allowed start hours (ascending, inside the horizon).
+    pub starts: Vec<u32>,
+    /// Minutes from the start hour to the real start (AWS blocks: -30, i.e. 11:30).
+    pub start_offset_minutes: i64,
+    /// Notice needed before the start, hours.
+    pub lead_hours: u32,
+    /// How far ahead it can be booked, hours (`None`: no limit).
+    pub max_advance_hours: Option<u32>,
+    /// A reservation that must be released at its end.
+    pub releasable: bool,
+}
+
+/// The ways `offer` (a capacity block, reservation or commitment) can be bought in `horizon`,
+/// planning at `now`.
+pub fn choices(offer: &Offer, horizon: &Horizon, now: DateTime<Utc>) -> Vec<TermChoice> {
+    let now_hour = horizon.hour_ceil(now).max(0);
+    match offer.kind {
+        PurchaseKind::OnDemand | PurchaseKind::Spot => Vec::new(),
+        PurchaseKind::CapacityBlock => blocks(offer, horizon, now, now_hour),
+        PurchaseKind::Reservation if offer.term_hours.is_none() => {
+            let lead = offer.lead_time_hours.unwrap_or(0);
+            let starts = daily(horizon, now_hour + i64::from(lead), 0);
+            RESERVATION_DAYS
+                .iter()
+                .map(|&d| TermChoice {
+                    label: format!("{d}d"),
+                    cover_hours: d * 24,
+                    billed_hours: d * 24,
+                    starts: starts.clone(),
+                    start_offset_minutes: 0,
+                    lead_hours: lead,
+                    max_advance_hours: None,
+                    releasable: true,
+                })
+                .collect()
+        }
+        PurchaseKind::Reservation | PurchaseKind::Commitment => {
+            let Some(term) = offer.term_hours.filter(|&h| h > 0) else {
+                return Vec::new();
+            };
+            if now_hour >= i64::from(horizon.hours) {
+                return Vec::new();
+            }
+            vec![TermChoice {
+                label: term_label(term),
+                cover_hours: term,
+                billed_hours: term,
+                starts: vec![now_hour as u32],
+                start_offset_minutes: 0,
+                lead_hours: 0,
+                max_advance_hours: None,
+                releasable: false,
+            }]
+        }
+    }
+}
+
+fn blocks(offer: &Offer, horizon: &Horizon, now: DateTime<Utc>, now_hour: i64) -> Vec<TermChoice> {
+    let aws = offer.cloud == Cloud::Aws;
+    // AWS blocks run 11:30 to 11:30 UTC: whole hours from 12:00, one hour fewer than billed.
+    let (start_hour_of_day, offset, lost) = if aws { (12, -30, 1) } else { (0, 0, 0) };
+    let lead = offer.lead_time_hours.unwrap_or(24);
+    let max_advance = aws.then_some(8 * 7 * 24);
+    if let (Some(at), Some(term)) = (offer.earliest_start, offer.term_hours) {
+        // A dated offering: exactly what is on sale.
+        let first = horizon.hour_ceil(at);
+        if first < now_hour || first >= i64::from(horizon.hours) || term <= lost {
+            return Vec::new();
+        }
+        let real_start = horizon.time_of(first as u32) + Duration::minutes(offset);
+        if real_start < now {
+            return Vec::new();
+        }
+        return vec![TermChoice {
+            label: format!("{}@{}", term_label(term), at.format("%Y%m%dT%H%M")),
+            cover_hours: term - lost,
+            billed_hours: term,
+            starts: vec![first as u32],
+            start_offset_minutes: offset,
+            lead_hours: 0,
+            max_advance_hours: None,
+            releasable: false,
+        }];
+    }
+    let starts = daily(horizon, now_hour + i64::from(lead), start_hour_of_day);
+    let days: &[u32] = match offer.term_hours {
+        Some(h) if h % 24 == 0 && h > 0 => &[h / 24][..],
+        _ if aws => AWS_BLOCK_DAYS,
+        _ => BLOCK_DAYS,
+    };
+    days.iter()
+        .map(|&d| TermChoice {
+            label: format!("{d}d"),
+            cover_hours: d * 24 - lost,
+            billed_hours: d * 24,
+            starts: starts.clone(),
+            start_offset_minutes: offset,
+            lead_hours: lead,
+            max_advance_hours: max_advance,
+            releasable: false,
+        })
+        .collect()
+}
+
+/// Hours at `hour_of_day` UTC from `earliest` to the end of the horizon.
+fn daily(horizon: &Horizon, earliest: i64, hour_of_day: u32) -> Vec<u32> {
+    let earliest = earliest.max(0);
+    let shift = i64::from((24 + hour_of_day - horizon.start.hour() % 24) % 24);
+    let mut first = shift;
+    if first < earliest {
+        first += (earliest - first).div_euclid(24) * 24;
+        if first < earliest {
+            first += 24;
+        }
+    }
+    (first..i64::from(horizon.hours))
+        .step_by(24)
+        .map(|h| h as u32)
+        .collect()
+}
+
+/// `1y`, `3y`, `7d`, `36h`.
+fn term_label(hours: u32) -> String {
+    if hours % 8760 == 0 {
+        format!("{}y", hours / 8760)
+    } else if hours % 24 == 0 {
+        format!("{}d", hours / 24)
+    } else {
+        format!("{hours}h")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::timespec::{Span, parse_timestamp};
+    use gpucap_provider::{Accelerator, Source, SourceKind};
+    use rust_decimal::Decimal;
+
+    fn offer(cloud: Cloud, kind: PurchaseKind, term: Option<u32>) -> Offer {
+        Offer {
+            cloud,
+            region: "us-east-1".into(),
+            zone: None,
+            instance_type: "p5.48xlarge".into(),
+            accelerator: Accelerator::parse("h100").unwrap(),
+            gpus_per_instance: 8,
+            gpu_memory_gb: None,
+            kind,
+            price_per_instance_hour: Decimal::new(3933, 2),
+            upfront: Decimal::ZERO,
+            term_hours: term,
+            earliest_start: None,
+            lead_time_hours: None,
+            max_instances: None,
+            offering_id: None,
+            source: Source {
+                kind: SourceKind::Snapshot,
+                origin: "test".into(),
+                fetched_at: parse_timestamp("2024-12-01").unwrap(),
+            },
+        }
+    }
+
+    fn horizon() -> Horizon {
+        Horizon::new(parse_timestamp("2027-01-04").unwrap(), Span::days(28))
+    }
+
+    #[test]
+    fn aws_blocks_start_at_noon_after_a_days_notice_and_lose_the_half_hour() {
+        let now = parse_timestamp("2027-01-04T08:00:00Z").unwrap();
+        let c = choices(
+            &offer(Cloud::Aws, PurchaseKind::CapacityBlock, None),
+            &horizon(),
+            now,
+        );
+        assert_eq!(c.len(), AWS_BLOCK_DAYS.len());
+        let week = c.iter().find(|c| c.label == "7d").unwrap();
+        // now + 24h = hour 32 (Jan 5 08:00); the next 12:00 is Jan 5 12:00 = hour 36.
+        assert_eq!(week.starts[0], 36);
+        assert!(week.starts.windows(2).all(|w| w[1] - w[0] == 24));
+        assert_eq!((week.cover_hours, week.billed_hours), (167, 168));
+        assert_eq!(week.start_offset_minutes, -30);
+    }
+
+    #[test]
+    fn commitments_start_now_and_reservations_any_day() {
+        let now = parse_timestamp("2026-12-01").unwrap();
+        let c = choices(
+            &offer(Cloud::Gcp, PurchaseKind::Commitment, Some(8760)),
+            &horizon(),
+            now,
+        );
+        assert_eq!(c.len(), 1);
+        assert_eq!((c[0].starts.clone(), c[0].label.as_str()), (vec![0], "1y"));
+        let r = choices(
+            &offer(Cloud::Aws, PurchaseKind::Reservation, None),
+            &horizon(),
+            now,
+        );
+        assert_eq!(r.len(), RESERVATION_DAYS.len());
+        assert_eq!(r[0].starts.len(), 28);
+        assert!(r.iter().all(|c| c.releasable));
+    }
+
+    #[test]
+    fn a_dated_offering_is_offered_exactly() {
+        let mut o = offer(Cloud::Aws, PurchaseKind::CapacityBlock, Some(96));
+        o.earliest_start = Some(parse_timestamp("2027-01-10T11:30:00Z").unwrap());
+        let now = parse_timestamp("2027-01-04").unwrap();
+        let c = choices(&o, &horizon(), now);
+        assert_eq!(c.len(), 1);
+        assert_eq!(c[0].starts, vec![6 * 24 + 12]);
+        assert_eq!((c[0].cover_hours, c[0].billed_hours), (95, 96));
+    }
+}
