@@ -59,7 +59,7 @@ pub fn all_on_demand(v: &Validated, options: &SolveOptions) -> Baseline {
         pool,
         on_demand: true,
         spot: false,
-        terms: Terms::None,
+        terms: Terms::Fixed(owned(v, pool)),
     });
     baseline("all-on-demand", v, scopes.collect(), options)
 }
@@ -69,7 +69,7 @@ pub fn cheapest_now(v: &Validated, options: &SolveOptions) -> Baseline {
         pool,
         on_demand: true,
         spot: true,
-        terms: Terms::None,
+        terms: Terms::Fixed(owned(v, pool)),
     });
     baseline("cheapest-now", v, scopes.collect(), options)
 }
@@ -79,9 +79,25 @@ pub fn reserve_the_peak(v: &Validated, options: &SolveOptions) -> Baseline {
         pool,
         on_demand: true,
         spot: true,
-        terms: Terms::Fixed(peak_purchases(v, pool)),
+        terms: Terms::Fixed(owned(v, pool).into_iter().chain(peak_purchases(v, pool)).collect()),
     });
     baseline("reserve-the-peak", v, scopes.collect(), options)
+}
+
+/// Capacity already owned: term offers that cost nothing, with a limit and a single start
+/// (how the planner writes reservations and commitments found in state). Every baseline uses
+/// them in full, as the plan may; a free purchase never costs anything.
+fn owned(v: &Validated, pool: usize) -> Vec<(usize, u32, u32)> {
+    let problem = v.problem();
+    (0..problem.offers.len())
+        .filter(|&o| {
+            v.pool_of(o) == pool
+                && problem.offers[o].kind == OfferKind::Term
+                && v.term_cost_per_instance(o) == 0.0
+                && v.starts(o).len() == 1
+        })
+        .filter_map(|o| Some((o, v.starts(o)[0], problem.offers[o].max_instances?)))
+        .collect()
 }
 
 fn pools(v: &Validated) -> impl Iterator<Item = usize> {
@@ -152,6 +168,8 @@ fn peak_purchases(v: &Validated, pool: usize) -> Vec<(usize, u32, u32)> {
     let best = (0..problem.offers.len())
         .filter(|&o| v.pool_of(o) == pool && problem.offers[o].kind == OfferKind::Term)
         .filter(|&o| problem.offers[o].max_instances != Some(0) && !v.starts(o).is_empty())
+        // Owned capacity (free) is used by every baseline already; the peak is bought.
+        .filter(|&o| v.term_cost_per_instance(o) > 0.0)
         .min_by(|&a, &b| per_gpu_hour(a).total_cmp(&per_gpu_hour(b)).then(a.cmp(&b)));
     let Some(o) = best.filter(|_| peak > 0) else {
         return Vec::new();

@@ -1,0 +1,381 @@
+//! `gpucap plan` as a user runs it, on the examples: the quickstart plans offline on the
+//! built-in snapshot; the emitted problem re-solved gives the plan's cost; the actions are the
+//! solution; the baselines are the restricted problems solved; costs add up every way they are
+//! split; the budget-denied and approval examples gate as documented; bad input exits 2.
+
+mod solver_check;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use gpucap::plan::{ActionKind, Plan};
+use gpucap::problem::{OfferKind, Problem, Segment, Solution, Status};
+
+/// Every plan in these tests is made as if it were this time, so booking windows and quote
+/// ages do not depend on the day the tests run.
+const NOW: &str = "2026-12-15T00:00:00Z";
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn example(name: &str) -> PathBuf {
+    root().join("examples").join(name).join("gpucap.toml")
+}
+
+fn gpucap() -> Command {
+    let mut cmd = Command::cargo_bin("gpucap").expect("the gpucap binary");
+    cmd.env_remove("RUST_LOG")
+        .env("NO_COLOR", "1")
+        .env("GPUCAP_CACHE_DIR", std::env::temp_dir().join("gpucap-test-no-cache"));
+    cmd
+}
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn plan_cmd(config: &Path, extra: &[&str]) -> Run {
+    let out = gpucap()
+        .arg("--config")
+        .arg(config)
+        .args(["plan", "--now", NOW])
+        .args(extra)
+        .output()
+        .expect("run gpucap");
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// The plan as JSON, and the problem it emitted.
+fn plan_with_problem(config: &Path, extra: &[&str]) -> (Plan, Problem, Run) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let problem_path = dir.path().join("problem.json");
+    let mut args = vec!["--format", "json", "--emit-problem"];
+    let p = problem_path.to_string_lossy().into_owned();
+    args.push(&p);
+    args.extend_from_slice(extra);
+    let run = plan_cmd(config, &args);
+    assert!(run.code == 0 || run.code == 3, "{}", run.stderr);
+    let plan: Plan = serde_json::from_str(&run.stdout).expect("a gpucap.plan/v1 on stdout");
+    let problem: Problem =
+        serde_json::from_str(&std::fs::read_to_string(&problem_path).expect("problem written"))
+            .expect("a gpucap.problem/v1");
+    (plan, problem, run)
+}
+
+fn solve(problem: &Problem) -> Solution {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("p.json");
+    std::fs::write(&path, serde_json::to_string(problem).unwrap()).unwrap();
+    let out = gpucap().arg("solve").arg(&path).output().expect("run gpucap");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let solution: Solution = serde_json::from_slice(&out.stdout).expect("solution");
+    solver_check::assert_checks(problem, &solution);
+    solution
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-6 * a.abs().max(b.abs()).max(1.0)
+}
+
+fn spot_imports() -> Vec<String> {
+    let catalog = root().join("../shared/data/catalog");
+    ["aws_vms_accelerators_subset.csv", "gcp_vms_accelerators_subset.csv"]
+        .iter()
+        .flat_map(|f| ["--import".to_string(), catalog.join(f).to_string_lossy().into_owned()])
+        .collect()
+}
+
+#[test]
+fn the_quickstart_plans_offline_on_the_snapshot_and_passes_the_gates() {
+    let (plan, problem, run) = plan_with_problem(&example("quickstart"), &[]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(plan.schema, "gpucap.plan/v1");
+    assert_eq!(plan.solution.status, "optimal");
+    assert!(plan.gates.deny.is_empty(), "{:?}", plan.gates.deny);
+    let rules: Vec<&str> = plan.gates.warn.iter().map(|d| d.rule.as_str()).collect();
+    assert_eq!(rules, ["quotes.snapshot"], "only the snapshot warning");
+    assert!(plan.quotes.iter().all(|q| q.source == "snapshot"));
+    assert!(plan.actions.iter().any(|a| a.kind == ActionKind::PurchaseCapacityBlock));
+    assert!(plan.actions.iter().any(|a| a.kind == ActionKind::RunOnDemand));
+    assert_eq!(problem.pools, ["a100-us", "h100-us", "h100-us-east", "l4-us"]);
+    assert!(run.stderr.contains("plan allowed: 0 deny, 0 approval, 1 warn"), "{}", run.stderr);
+    // The existing reservation in the config is counted, not bought.
+    let h100 = plan.pools.iter().find(|p| p.id == "h100-us").unwrap();
+    assert_eq!(h100.existing, [Segment(0, 672, 32)]);
+    assert!(plan.actions.iter().all(|a| !a.offer.contains("/existing/")));
+}
+
+#[test]
+fn the_emitted_problem_resolved_gives_the_plans_cost_and_its_actions_are_the_solution() {
+    let (plan, problem, _) = plan_with_problem(&example("quickstart"), &[]);
+    let solution = solve(&problem);
+    assert_eq!(solution.status, Status::Optimal);
+    assert!(close(solution.expected_cost, plan.cost.expected_total));
+    assert!(close(solution.expected_cost, plan.solution.expected_cost));
+
+    // Term purchases ↔ purchase actions (capacity already owned is not an action).
+    let owned = |id: &str| id.contains("/existing/");
+    let mut purchases: Vec<(String, u32, u32)> = solution
+        .purchases
+        .iter()
+        .filter(|p| !owned(&p.offer))
+        .map(|p| (p.offer.clone(), p.start_hour, p.instances))
+        .collect();
+    let mut bought: Vec<(String, u32, u32)> = plan
+        .actions
+        .iter()
+        .filter(|a| a.kind.is_term())
+        .map(|a| (a.offer.clone(), a.start_hour, a.instances))
+        .collect();
+    purchases.sort();
+    bought.sort();
+    assert_eq!(purchases, bought);
+    let term_cost: f64 = plan.actions.iter().filter(|a| a.kind.is_term()).map(|a| a.cost).sum();
+    assert!(close(term_cost, solution.term_cost));
+
+    // Usage of the actions' scenario ↔ run actions.
+    let k = problem
+        .scenarios
+        .iter()
+        .position(|s| s.name == plan.actions_scenario)
+        .unwrap();
+    let mut usage: Vec<(String, Segment)> = solution.scenarios[k]
+        .usage
+        .iter()
+        .flat_map(|u| u.segments.iter().map(move |s| (u.offer.clone(), *s)))
+        .collect();
+    let mut runs: Vec<(String, Segment)> = plan
+        .actions
+        .iter()
+        .filter(|a| matches!(a.kind, ActionKind::RunOnDemand | ActionKind::RunSpot))
+        .map(|a| (a.offer.clone(), Segment(a.start_hour, a.end_hour, a.instances)))
+        .collect();
+    usage.sort();
+    runs.sort();
+    assert_eq!(usage, runs);
+    let run_cost: f64 = plan
+        .actions
+        .iter()
+        .filter(|a| matches!(a.kind, ActionKind::RunOnDemand | ActionKind::RunSpot))
+        .map(|a| a.cost)
+        .sum();
+    assert!(close(run_cost, solution.scenarios[k].cost));
+}
+
+#[test]
+fn costs_add_up_every_way_they_are_split() {
+    let (plan, _, _) = plan_with_problem(&example("quickstart"), &[]);
+    let c = &plan.cost;
+    let k = &c.by_kind;
+    let sum = |v: &mut dyn Iterator<Item = f64>| v.sum::<f64>();
+    assert!(close(k.on_demand + k.spot + k.capacity_block + k.reservation + k.commitment, c.expected_total));
+    assert!(close(sum(&mut c.by_month.iter().map(|m| m.expected)), c.expected_total));
+    assert!(close(sum(&mut c.by_pool.iter().map(|m| m.expected)), c.expected_total));
+    assert!(close(sum(&mut c.by_team.iter().map(|m| m.expected)), c.expected_total));
+    assert!(close(
+        sum(&mut c.by_scenario.iter().map(|s| s.probability * s.total)),
+        c.expected_total
+    ));
+    let irreversible: f64 = plan.actions.iter().filter(|a| a.irreversible).map(|a| a.cost).sum();
+    assert!(close(irreversible, c.irreversible));
+    assert!(c.irreversible > 0.0);
+    let worst = c.by_scenario.iter().map(|s| s.total).fold(0.0, f64::max);
+    assert!(close(plan.risk.worst_total, worst));
+    // Slipping two weeks strands more of the blocks bought for the expected dates.
+    let stranded: BTreeMap<&str, u64> =
+        plan.risk.stranded.iter().map(|s| (s.scenario.as_str(), s.gpu_hours)).collect();
+    assert!(stranded["slip-2w"] > stranded["expected"], "{stranded:?}");
+}
+
+/// A copy of `problem` with only the offers `keep` accepts.
+fn restricted(problem: &Problem, keep: impl Fn(&gpucap::problem::Offer) -> bool) -> Problem {
+    let mut p = problem.clone();
+    p.offers.retain(|o| keep(o));
+    let ids: Vec<String> = p.offers.iter().map(|o| o.id.clone()).collect();
+    for s in &mut p.scenarios {
+        s.max_instances.retain(|id, _| ids.contains(id));
+    }
+    p
+}
+
+#[test]
+fn baselines_are_the_restricted_problems_solved_and_savings_are_the_differences() {
+    // With spot prices imported, cheapest-now differs from all on-demand.
+    let imports = spot_imports();
+    let extra: Vec<&str> = imports.iter().map(String::as_str).collect();
+    let (plan, problem, _) = plan_with_problem(&example("quickstart"), &extra);
+    let owned = |o: &gpucap::problem::Offer| o.id.contains("/existing/");
+    let baseline = |name: &str| plan.baselines.iter().find(|b| b.name == name).unwrap();
+
+    let on_demand = solve(&restricted(&problem, |o| o.kind == OfferKind::OnDemand || owned(o)));
+    let b = baseline("all-on-demand");
+    assert!(close(b.expected_total.unwrap(), on_demand.expected_cost));
+    assert!(close(b.saving.unwrap(), on_demand.expected_cost - plan.cost.expected_total));
+
+    let now = solve(&restricted(&problem, |o| o.kind != OfferKind::Term || owned(o)));
+    let b = baseline("cheapest-now");
+    assert!(close(b.expected_total.unwrap(), now.expected_cost));
+    assert!(close(b.saving.unwrap(), now.expected_cost - plan.cost.expected_total));
+    assert!(close(
+        b.saving_fraction.unwrap(),
+        (now.expected_cost - plan.cost.expected_total) / now.expected_cost
+    ));
+    assert!(now.expected_cost < on_demand.expected_cost, "spot makes cheapest-now cheaper");
+    // The optimum is never worse than a baseline.
+    for b in &plan.baselines {
+        assert!(b.saving.unwrap() >= -1e-6, "{} saves {:?}", b.name, b.saving);
+    }
+}
+
+#[test]
+fn spot_serves_only_interruptible_non_critical_campaigns() {
+    let imports = spot_imports();
+    let extra: Vec<&str> = imports.iter().map(String::as_str).collect();
+    let (plan, problem, _) = plan_with_problem(&example("quickstart"), &extra);
+    let spot: Vec<_> = plan.actions.iter().filter(|a| a.kind == ActionKind::RunSpot).collect();
+    assert!(!spot.is_empty(), "imported spot prices are used");
+    for a in spot {
+        for name in &a.campaigns {
+            let c = plan.campaigns.iter().find(|c| &c.name == name).unwrap();
+            assert!(c.interruptible && c.priority != "critical", "{name} on spot");
+        }
+    }
+    // Spot offers carry the trace-derived overhead and instance count.
+    let o = problem.offers.iter().find(|o| o.kind == OfferKind::Spot).unwrap();
+    assert!((o.overhead.unwrap() - 0.1145).abs() < 1e-9);
+    assert!(o.max_instances.unwrap() <= 16);
+    assert!(plan.cost.by_kind.spot > 0.0);
+}
+
+#[test]
+fn the_budget_denied_example_is_denied_with_amounts_and_fixes() {
+    let run = plan_cmd(&example("budget-denied"), &["--format", "json"]);
+    assert_eq!(run.code, 3, "{}", run.stderr);
+    let plan: Plan = serde_json::from_str(&run.stdout).expect("the plan is still printed");
+    let rules: Vec<&str> = plan.gates.deny.iter().map(|d| d.rule.as_str()).collect();
+    assert!(rules.contains(&"budget.total"), "{rules:?}");
+    let total = plan.gates.deny.iter().find(|d| d.rule == "budget.total").unwrap();
+    assert!(close(total.excess.unwrap(), plan.cost.expected_total - 6_000_000.0));
+    assert!(run.stderr.contains("exceeds the total budget $6,000,000 by $"), "{}", run.stderr);
+    assert!(run.stderr.contains("fix: raise budget.total"), "{}", run.stderr);
+    assert!(run.stderr.contains("plan denied:"), "{}", run.stderr);
+}
+
+#[test]
+fn the_approval_example_needs_sign_off_from_builtin_and_user_policies() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("plan.json");
+    let run = plan_cmd(&example("approval"), &["-o", out.to_str().unwrap(), "--format", "json"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let plan: Plan = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let rules: std::collections::BTreeSet<&str> =
+        plan.gates.approval.iter().map(|d| d.rule.as_str()).collect();
+    assert!(rules.contains("approval.irreversible"), "{rules:?}");
+    assert!(rules.contains("acme.long_block"), "the user policy directory is honoured: {rules:?}");
+    assert!(run.stderr.contains("plan allowed after approval"), "{}", run.stderr);
+    // The user's policy files are part of the fingerprint.
+    assert!(plan.fingerprint.inputs.iter().any(|i| i.kind == "policy" && i.name.ends_with("long_blocks.rego")));
+}
+
+#[test]
+fn detailed_exitcode_follows_terraform() {
+    let run = plan_cmd(&example("quickstart"), &["--detailed-exitcode", "-q", "--format", "json"]);
+    assert_eq!(run.code, 2, "the plan has actions: {}", run.stderr);
+    let run = plan_cmd(&example("budget-denied"), &["--detailed-exitcode", "-q", "--format", "json"]);
+    assert_eq!(run.code, 3, "denied stays 3");
+    let run = plan_cmd(Path::new("/nonexistent/gpucap.toml"), &["--detailed-exitcode"]);
+    assert_eq!(run.code, 1, "errors exit 1 with -detailed-exitcode: {}", run.stderr);
+}
+
+#[test]
+fn the_same_inputs_give_the_same_plan_and_changed_inputs_a_new_fingerprint() {
+    let a = plan_cmd(&example("quickstart"), &["--format", "json", "-q"]);
+    let b = plan_cmd(&example("quickstart"), &["--format", "json", "-q"]);
+    assert_eq!(a.stdout, b.stdout, "byte-identical plans");
+    let plan_a: Plan = serde_json::from_str(&a.stdout).unwrap();
+
+    // The same repo with one calendar edited.
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(&root().join("examples/quickstart"), dir.path());
+    let yaml = dir.path().join("calendars/llm-team-q1.yaml");
+    let text = std::fs::read_to_string(&yaml).unwrap();
+    std::fs::write(&yaml, text + "\n# a comment changes nothing but the bytes\n").unwrap();
+    let c = plan_cmd(&dir.path().join("gpucap.toml"), &["--format", "json", "-q"]);
+    let plan_c: Plan = serde_json::from_str(&c.stdout).unwrap();
+    assert_ne!(plan_a.fingerprint.digest, plan_c.fingerprint.digest);
+    assert!(close(plan_a.cost.expected_total, plan_c.cost.expected_total));
+    assert_eq!(
+        gpucap::plan::fingerprint::recompute(&plan_c.fingerprint.inputs),
+        plan_c.fingerprint.digest
+    );
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            std::fs::create_dir_all(&target).unwrap();
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+/// A copy of the quickstart with `edit` applied to its config.
+fn quickstart_with(edit: impl Fn(String) -> String) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(&root().join("examples/quickstart"), dir.path());
+    let config = dir.path().join("gpucap.toml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(&config, edit(text)).unwrap();
+    dir
+}
+
+#[test]
+fn a_pool_nothing_sells_is_an_input_error_naming_the_pool() {
+    // Residency: only Azure may be bought from, and no Azure region is in the h100-us-east pool.
+    let dir = quickstart_with(|t| t.replace("[budget]\n", "[budget]\nallowed_clouds = [\"azure\"]\n"));
+    let out = dir.path().join("plan.json");
+    let run = plan_cmd(&dir.path().join("gpucap.toml"), &["-o", out.to_str().unwrap()]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("`pools.h100-us-east`"), "{}", run.stderr);
+    assert!(run.stderr.contains("needs h100 GPUs in us-east-1, us-east-2, us-east4 but no offer matches"), "{}", run.stderr);
+    assert!(run.stderr.contains("hint:"), "{}", run.stderr);
+    assert!(run.stdout.is_empty());
+    assert!(!out.exists(), "no partial plan");
+}
+
+#[test]
+fn an_invalid_user_policy_is_a_clear_error() {
+    let dir = quickstart_with(|t| t.replace("[budget]\n", "[budget]\npolicies = [\"policies/mine\"]\n"));
+    let policies = dir.path().join("policies/mine");
+    std::fs::create_dir_all(&policies).unwrap();
+    std::fs::write(
+        policies.join("broken.rego"),
+        "package gpucap.policies.mine\n\nimport rego.v1\n\ndeny contains d if {\n\td := \n}\n",
+    )
+    .unwrap();
+    let run = plan_cmd(&dir.path().join("gpucap.toml"), &[]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("broken.rego:"), "{}", run.stderr);
+    assert!(run.stdout.is_empty());
+}
+
+#[test]
+fn bad_existing_capacity_names_the_entry() {
+    let dir = quickstart_with(|t| t.replace("instance_type = \"p5.48xlarge\"\ninstances = 4", "instance_type = \"p5.48xlarg\"\ninstances = 4"));
+    let run = plan_cmd(&dir.path().join("gpucap.toml"), &[]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("`capacity[0]`"), "{}", run.stderr);
+    assert!(run.stderr.contains("p5.48xlarg"), "{}", run.stderr);
+}
