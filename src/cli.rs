@@ -100,6 +100,8 @@ pub enum Command {
     Solve(commands::solve::SolveArgs),
     /// Test the budget-gate policies, or evaluate them on a plan.
     Policy(commands::policy::PolicyArgs),
+    /// Write the Terraform (or Pulumi) that carries out a plan's actions due now.
+    Generate(commands::generate::GenerateArgs),
 }
 
 pub fn main() -> ExitCode {
@@ -111,6 +113,7 @@ pub fn main() -> ExitCode {
         Command::Prices(args) => commands::prices::run(&cli.global, args),
         Command::Solve(args) => commands::solve::run(&cli.global, args),
         Command::Policy(args) => commands::policy::run(&cli.global, args),
+        Command::Generate(args) => commands::generate::run(&cli.global, args),
     };
     match result {
         Ok(Outcome(code)) => ExitCode::from(code),

@@ -17,6 +17,7 @@ pub mod policy;
 pub mod problem;
 pub mod render;
 pub mod solver;
+pub mod state;
 pub mod timespec;
 
 pub use gpucap_provider::accelerator::{self, Accelerator};

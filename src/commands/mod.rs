@@ -2,6 +2,7 @@
 //! does the I/O at the edges, and calls the pure library code in between.
 
 pub mod demand;
+pub mod generate;
 pub mod init;
 pub mod policy;
 pub mod prices;

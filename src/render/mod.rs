@@ -4,3 +4,5 @@
 pub mod chart;
 pub mod stack;
 pub mod terminal;
+pub mod pulumi;
+pub mod terraform;
