@@ -24,45 +24,94 @@ fn find<'a>(found: &'a [ExistingCapacity], id: &str) -> &'a ExistingCapacity {
 fn counts_reservations_blocks_and_commitments_in_every_module() {
     let found = terraform::read(&fixture()).expect("read the state");
     assert_eq!(found.len(), 6, "{found:#?}");
-    assert!(found.iter().all(|c| c.source.starts_with("terraform-state:")));
+    assert!(
+        found
+            .iter()
+            .all(|c| c.source.starts_with("terraform-state:"))
+    );
 
     let handmade = find(&found, "cr-0aaaabbbbccccdddd");
     assert_eq!(
-        (handmade.kind, handmade.cloud, handmade.region.as_str(), handmade.instances),
+        (
+            handmade.kind,
+            handmade.cloud,
+            handmade.region.as_str(),
+            handmade.instances
+        ),
         (PurchaseKind::Reservation, Cloud::Aws, "us-east-1", 1)
     );
     assert_eq!(handmade.end, None, "an unlimited reservation has no end");
 
     let reserved = find(&found, "cr-0123456789abcdef0");
     assert_eq!(reserved.zone.as_deref(), Some("us-east-1a"));
-    assert_eq!(reserved.end, Some(Utc.with_ymd_and_hms(2027, 2, 15, 0, 0, 0).unwrap()));
+    assert_eq!(
+        reserved.end,
+        Some(Utc.with_ymd_and_hms(2027, 2, 15, 0, 0, 0).unwrap())
+    );
 
     let block = find(&found, "cr-0fedcba9876543210");
     assert_eq!(block.kind, PurchaseKind::CapacityBlock);
-    assert_eq!((block.instance_type.as_str(), block.instances), ("p5.48xlarge", 8));
-    assert_eq!(block.start, Some(Utc.with_ymd_and_hms(2027, 1, 18, 11, 30, 0).unwrap()));
+    assert_eq!(
+        (block.instance_type.as_str(), block.instances),
+        ("p5.48xlarge", 8)
+    );
+    assert_eq!(
+        block.start,
+        Some(Utc.with_ymd_and_hms(2027, 1, 18, 11, 30, 0).unwrap())
+    );
 
     let gcp = find(&found, "reserve-h100");
     assert_eq!(
-        (gcp.cloud, gcp.region.as_str(), gcp.zone.as_deref(), gcp.instance_type.as_str(), gcp.instances),
-        (Cloud::Gcp, "us-central1", Some("us-central1-a"), "a3-highgpu-8g", 4)
+        (
+            gcp.cloud,
+            gcp.region.as_str(),
+            gcp.zone.as_deref(),
+            gcp.instance_type.as_str(),
+            gcp.instances
+        ),
+        (
+            Cloud::Gcp,
+            "us-central1",
+            Some("us-central1-a"),
+            "a3-highgpu-8g",
+            4
+        )
     );
 
     let commit = find(&found, "commit-h100");
     assert_eq!(commit.kind, PurchaseKind::Commitment);
-    assert_eq!((commit.region.as_str(), commit.instance_type.as_str(), commit.instances), ("us-central1", "a3-highgpu-8g", 4));
-    assert_eq!(commit.start, Some(Utc.with_ymd_and_hms(2027, 1, 4, 8, 0, 0).unwrap()));
-
-    let azure = found.iter().find(|c| c.cloud == Cloud::Azure).expect("azure");
     assert_eq!(
-        (azure.region.as_str(), azure.zone.as_deref(), azure.instance_type.as_str(), azure.instances),
+        (
+            commit.region.as_str(),
+            commit.instance_type.as_str(),
+            commit.instances
+        ),
+        ("us-central1", "a3-highgpu-8g", 4)
+    );
+    assert_eq!(
+        commit.start,
+        Some(Utc.with_ymd_and_hms(2027, 1, 4, 8, 0, 0).unwrap())
+    );
+
+    let azure = found
+        .iter()
+        .find(|c| c.cloud == Cloud::Azure)
+        .expect("azure");
+    assert_eq!(
+        (
+            azure.region.as_str(),
+            azure.zone.as_deref(),
+            azure.instance_type.as_str(),
+            azure.instances
+        ),
         ("eastus", Some("1"), "Standard_ND96asr_v4", 2)
     );
 }
 
 #[test]
 fn an_empty_state_has_no_capacity() {
-    let found = terraform::parse(r#"{"format_version": "1.0"}"#, Path::new("empty.json")).expect("parse");
+    let found =
+        terraform::parse(r#"{"format_version": "1.0"}"#, Path::new("empty.json")).expect("parse");
     assert!(found.is_empty());
 }
 
@@ -78,9 +127,20 @@ fn bad_state_names_the_file_and_field() {
         "{message}"
     );
 
-    let err = terraform::parse("{\"version\": 4, \"resources\": []}", Path::new("raw.tfstate")).expect_err("raw state");
-    assert!(err.hint.as_deref().unwrap_or_default().contains("terraform show -json"), "{err:?}");
+    let err = terraform::parse(
+        "{\"version\": 4, \"resources\": []}",
+        Path::new("raw.tfstate"),
+    )
+    .expect_err("raw state");
+    assert!(
+        err.hint
+            .as_deref()
+            .unwrap_or_default()
+            .contains("terraform show -json"),
+        "{err:?}"
+    );
 
-    let err = terraform::parse("{\n  \"format_version\": ", Path::new("cut.json")).expect_err("cut");
+    let err =
+        terraform::parse("{\n  \"format_version\": ", Path::new("cut.json")).expect_err("cut");
     assert!(err.to_string().starts_with("cut.json:"), "{err}");
 }

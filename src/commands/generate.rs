@@ -70,13 +70,14 @@ pub fn run(_global: &GlobalArgs, args: GenerateArgs) -> anyhow::Result<Outcome> 
         module_source: args.module_source,
         price_tolerance: args.price_tolerance / 100.0,
     };
-    let rendered = terraform::write_root_module(&plan, &options, &args.out).map_err(|e| match e {
-        terraform::GenerateError::Input(mut input) => {
-            input.location.file = Some(args.plan.clone());
-            anyhow::Error::new(input)
-        }
-        other => anyhow::Error::new(other),
-    })?;
+    let rendered =
+        terraform::write_root_module(&plan, &options, &args.out).map_err(|e| match e {
+            terraform::GenerateError::Input(mut input) => {
+                input.location.file = Some(args.plan.clone());
+                anyhow::Error::new(input)
+            }
+            other => anyhow::Error::new(other),
+        })?;
     for (path, _) in &rendered.files {
         println!("{}", args.out.join(path).display());
     }
@@ -95,7 +96,10 @@ pub fn run(_global: &GlobalArgs, args: GenerateArgs) -> anyhow::Result<Outcome> 
         if root.skipped.is_empty() {
             String::new()
         } else {
-            format!("; {} due action(s) need doing by hand (see warnings)", root.skipped.len())
+            format!(
+                "; {} due action(s) need doing by hand (see warnings)",
+                root.skipped.len()
+            )
         }
     );
     Ok(Outcome::OK)

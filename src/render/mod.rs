@@ -2,7 +2,7 @@
 //! Pure functions from data to text or bytes; the commands decide where they go.
 
 pub mod chart;
+pub mod pulumi;
 pub mod stack;
 pub mod terminal;
-pub mod pulumi;
 pub mod terraform;

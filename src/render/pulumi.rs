@@ -34,12 +34,19 @@ pub fn program(root: &RootModule) -> String {
     }
     let mut variables = Mapping::new();
     variables.insert("plan_id".into(), escape(&root.plan_id).into());
-    variables.insert("plan_fingerprint".into(), escape(&root.plan_fingerprint).into());
+    variables.insert(
+        "plan_fingerprint".into(),
+        escape(&root.plan_fingerprint).into(),
+    );
     let mut resources = Mapping::new();
     for (alias, region) in &root.aws_regions {
         resources.insert(
             format!("aws-{alias}").into(),
-            resource("pulumi:providers:aws", vec![("region", escape(region).into())], None),
+            resource(
+                "pulumi:providers:aws",
+                vec![("region", escape(region).into())],
+                None,
+            ),
         );
     }
     for call in &root.calls {
@@ -96,9 +103,8 @@ fn yaml(value: &Value) -> Yaml {
                 .or_else(|| r.strip_prefix("local."))
                 .map(str::to_string)
                 .or_else(|| {
-                    r.strip_prefix("module.").map(|rest| {
-                        rest.replace(".self_link", ".selfLink")
-                    })
+                    r.strip_prefix("module.")
+                        .map(|rest| rest.replace(".self_link", ".selfLink"))
                 })
                 .unwrap_or_else(|| r.clone());
             Yaml::String(format!("${{{path}}}"))
@@ -129,7 +135,10 @@ fn tags(call: &ModuleCall, gcp: bool) -> Yaml {
     } else {
         m.insert("Name".into(), arg(call, "name"));
         m.insert("gpucap:plan-id".into(), "${plan_id}".into());
-        m.insert("gpucap:plan-fingerprint".into(), "${plan_fingerprint}".into());
+        m.insert(
+            "gpucap:plan-fingerprint".into(),
+            "${plan_fingerprint}".into(),
+        );
     }
     Yaml::Mapping(m)
 }
@@ -174,7 +183,10 @@ fn call_resources(call: &ModuleCall, variables: &mut Mapping) -> Vec<(String, Ya
                                 map(vec![
                                     ("instanceType", arg(call, "instance_type")),
                                     ("instanceCount", arg(call, "instance_count")),
-                                    ("capacityDurationHours", arg(call, "capacity_duration_hours")),
+                                    (
+                                        "capacityDurationHours",
+                                        arg(call, "capacity_duration_hours"),
+                                    ),
                                     ("startDateRange", arg(call, "start_date_range")),
                                     ("endDateRange", arg(call, "end_date_range")),
                                 ]),
@@ -205,7 +217,9 @@ fn call_resources(call: &ModuleCall, variables: &mut Mapping) -> Vec<(String, Ya
                 Some(Value::List(items)) => items
                     .iter()
                     .filter_map(|t| match t {
-                        Value::Object(o) => o.first().map(|(_, v)| map(vec![("instanceType", yaml(v))])),
+                        Value::Object(o) => {
+                            o.first().map(|(_, v)| map(vec![("instanceType", yaml(v))]))
+                        }
                         _ => None,
                     })
                     .collect(),
@@ -238,12 +252,21 @@ fn call_resources(call: &ModuleCall, variables: &mut Mapping) -> Vec<(String, Ya
                                     (
                                         "instancesDistribution",
                                         map(vec![
-                                            ("onDemandBaseCapacity", arg(call, "on_demand_base_capacity")),
+                                            (
+                                                "onDemandBaseCapacity",
+                                                arg(call, "on_demand_base_capacity"),
+                                            ),
                                             (
                                                 "onDemandPercentageAboveBaseCapacity",
-                                                arg(call, "on_demand_percentage_above_base_capacity"),
+                                                arg(
+                                                    call,
+                                                    "on_demand_percentage_above_base_capacity",
+                                                ),
                                             ),
-                                            ("spotAllocationStrategy", "price-capacity-optimized".into()),
+                                            (
+                                                "spotAllocationStrategy",
+                                                "price-capacity-optimized".into(),
+                                            ),
                                         ]),
                                     ),
                                     (
@@ -252,7 +275,10 @@ fn call_resources(call: &ModuleCall, variables: &mut Mapping) -> Vec<(String, Ya
                                             (
                                                 "launchTemplateSpecification",
                                                 map(vec![
-                                                    ("launchTemplateId", format!("${{{template}.id}}").into()),
+                                                    (
+                                                        "launchTemplateId",
+                                                        format!("${{{template}.id}}").into(),
+                                                    ),
                                                     ("version", "$Latest".into()),
                                                 ]),
                                             ),
@@ -325,7 +351,9 @@ fn call_resources(call: &ModuleCall, variables: &mut Mapping) -> Vec<(String, Ya
                 Some(Value::List(items)) => items
                     .iter()
                     .map(|r| {
-                        let Value::Object(o) = r else { return Yaml::Null };
+                        let Value::Object(o) = r else {
+                            return Yaml::Null;
+                        };
                         let get = |k: &str| o.iter().find(|(key, _)| key == k).map(|(_, v)| v);
                         let mut m = vec![
                             ("type", get("type").map_or(Yaml::Null, yaml)),
@@ -356,7 +384,10 @@ fn call_resources(call: &ModuleCall, variables: &mut Mapping) -> Vec<(String, Ya
             if call.arg("existing_reservations").is_some() {
                 props.push(("existingReservations", arg(call, "existing_reservations")));
             }
-            vec![(n.into(), resource("gcp:compute:RegionCommitment", props, None))]
+            vec![(
+                n.into(),
+                resource("gcp:compute:RegionCommitment", props, None),
+            )]
         }
         Module::GcpGpuPool => {
             let template = format!("{n}-template");
@@ -438,14 +469,24 @@ fn call_resources(call: &ModuleCall, variables: &mut Mapping) -> Vec<(String, Ya
             if let Some(Value::Object(reservations)) = call.arg("reservations") {
                 for (key, r) in reservations {
                     let Value::Object(r) = r else { continue };
-                    let get = |k: &str| r.iter().find(|(x, _)| x == k).map_or(Yaml::Null, |(_, v)| yaml(v));
+                    let get = |k: &str| {
+                        r.iter()
+                            .find(|(x, _)| x == k)
+                            .map_or(Yaml::Null, |(_, v)| yaml(v))
+                    };
                     let zone = get("zone");
                     let mut props = vec![
-                        ("capacityReservationGroupName", format!("${{{group}.name}}").into()),
+                        (
+                            "capacityReservationGroupName",
+                            format!("${{{group}.name}}").into(),
+                        ),
                         ("capacityReservationName", escape(key).into()),
                         ("resourceGroupName", arg(call, "resource_group_name")),
                         ("location", arg(call, "location")),
-                        ("sku", map(vec![("name", get("sku")), ("capacity", get("capacity"))])),
+                        (
+                            "sku",
+                            map(vec![("name", get("sku")), ("capacity", get("capacity"))]),
+                        ),
                         ("tags", tags(call, false)),
                     ];
                     if zone != Yaml::Null {
@@ -453,8 +494,15 @@ fn call_resources(call: &ModuleCall, variables: &mut Mapping) -> Vec<(String, Ya
                     }
                     // The call's own name for the reservation when it holds one: the
                     // resource a reviewer looks for.
-                    let name = if reservations.len() == 1 { n.to_string() } else { format!("{n}-{key}") };
-                    out.push((name, resource("azure-native:compute:CapacityReservation", props, None)));
+                    let name = if reservations.len() == 1 {
+                        n.to_string()
+                    } else {
+                        format!("{n}-{key}")
+                    };
+                    out.push((
+                        name,
+                        resource("azure-native:compute:CapacityReservation", props, None),
+                    ));
                 }
             }
             out

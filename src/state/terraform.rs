@@ -138,9 +138,17 @@ impl Fields<'_> {
     }
 
     fn count(&self, pointer: &str) -> Result<u32, InputError> {
-        let bad = || self.error(&Self::field_name(pointer), "expected a whole number of instances");
+        let bad = || {
+            self.error(
+                &Self::field_name(pointer),
+                "expected a whole number of instances",
+            )
+        };
         match self.get(pointer) {
-            Some(Value::Number(n)) => n.as_u64().and_then(|n| u32::try_from(n).ok()).ok_or_else(bad),
+            Some(Value::Number(n)) => n
+                .as_u64()
+                .and_then(|n| u32::try_from(n).ok())
+                .ok_or_else(bad),
             // Some providers keep numbers as strings (commitment amounts).
             Some(Value::String(s)) => s.parse().map_err(|_| bad()),
             _ => Err(bad()),
@@ -183,25 +191,28 @@ impl Reader<'_> {
         let id = |key: &str| -> Result<String, InputError> {
             Ok(f.opt_string(key)?.unwrap_or_else(|| address.clone()))
         };
-        let found = |kind, cloud, region: String, zone, instance_type, instances, start, end, id| {
-            Some(ExistingCapacity {
-                id,
-                source: self.source.clone(),
-                kind,
-                cloud,
-                region,
-                zone,
-                instance_type,
-                instances,
-                start,
-                end,
-            })
-        };
+        let found =
+            |kind, cloud, region: String, zone, instance_type, instances, start, end, id| {
+                Some(ExistingCapacity {
+                    id,
+                    source: self.source.clone(),
+                    kind,
+                    cloud,
+                    region,
+                    zone,
+                    instance_type,
+                    instances,
+                    start,
+                    end,
+                })
+            };
         Ok(match ty {
             "aws_ec2_capacity_reservation" | "aws_ec2_capacity_block_reservation" => {
                 let zone = f.string("/availability_zone")?;
                 // us-east-1a → us-east-1 (the zone name is the region and a letter).
-                let region = zone.trim_end_matches(|c: char| c.is_ascii_lowercase()).to_string();
+                let region = zone
+                    .trim_end_matches(|c: char| c.is_ascii_lowercase())
+                    .to_string();
                 let kind = if ty == "aws_ec2_capacity_reservation" {
                     PurchaseKind::Reservation
                 } else {
@@ -226,7 +237,9 @@ impl Reader<'_> {
                     Cloud::Gcp,
                     gcp_region(&zone),
                     Some(zone),
-                    last_segment(&f.string("/specific_reservation/0/instance_properties/0/machine_type")?),
+                    last_segment(
+                        &f.string("/specific_reservation/0/instance_properties/0/machine_type")?,
+                    ),
                     f.count("/specific_reservation/0/count")?,
                     None,
                     None,
@@ -240,7 +253,9 @@ impl Reader<'_> {
                     Cloud::Gcp,
                     gcp_region(&zone),
                     Some(zone),
-                    last_segment(&f.string("/specific_sku_properties/0/instance_properties/0/machine_type")?),
+                    last_segment(
+                        &f.string("/specific_sku_properties/0/instance_properties/0/machine_type")?,
+                    ),
                     f.count("/specific_sku_properties/0/total_count")?,
                     f.time("/time_window/0/start_time")?,
                     f.time("/time_window/0/end_time")?,
@@ -250,14 +265,23 @@ impl Reader<'_> {
             "google_compute_region_commitment" => {
                 let region = last_segment(&f.string("/region")?);
                 // The GPUs committed, as machines of the type that carries them.
-                let resources = f.get("/resources").and_then(Value::as_array).cloned().unwrap_or_default();
-                let Some(i) = resources.iter().position(|r| r.get("type").and_then(Value::as_str) == Some("ACCELERATOR")) else {
+                let resources = f
+                    .get("/resources")
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default();
+                let Some(i) = resources
+                    .iter()
+                    .position(|r| r.get("type").and_then(Value::as_str) == Some("ACCELERATOR"))
+                else {
                     return Ok(None);
                 };
-                let accelerator = last_segment(&f.string(&format!("/resources/{i}/accelerator_type"))?);
+                let accelerator =
+                    last_segment(&f.string(&format!("/resources/{i}/accelerator_type"))?);
                 let gpus = f.count(&format!("/resources/{i}/amount"))?;
-                let (instance_type, per_vm) = crate::render::terraform::calls::gcp_machine_for(&accelerator)
-                    .map_or((accelerator.clone(), 1), |(m, g)| (m.to_string(), g));
+                let (instance_type, per_vm) =
+                    crate::render::terraform::calls::gcp_machine_for(&accelerator)
+                        .map_or((accelerator.clone(), 1), |(m, g)| (m.to_string(), g));
                 found(
                     PurchaseKind::Commitment,
                     Cloud::Gcp,

@@ -57,9 +57,7 @@ impl Module {
                 Provider::Aws
             }
             Module::GcpFutureReservation => Provider::GoogleBeta,
-            Module::GcpReservation | Module::GcpCommitment | Module::GcpGpuPool => {
-                Provider::Google
-            }
+            Module::GcpReservation | Module::GcpCommitment | Module::GcpGpuPool => Provider::Google,
             Module::AzureCapacityReservation => Provider::Azurerm,
         }
     }
@@ -176,7 +174,11 @@ pub fn root_module(plan: &Plan, selection: &Selection) -> Result<RootModule, Inp
     let digest = &plan.fingerprint.digest;
     let hex = digest
         .strip_prefix("sha256:")
-        .filter(|h| h.len() == 64 && h.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
+        .filter(|h| {
+            h.len() == 64
+                && h.bytes()
+                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        })
         .ok_or_else(|| {
             InputError::new(
                 Location::default().field("fingerprint.digest"),
@@ -218,11 +220,7 @@ pub fn root_module(plan: &Plan, selection: &Selection) -> Result<RootModule, Inp
         } else if when_due > deadline {
             later += 1;
         } else {
-            due.push(Due {
-                action,
-                start,
-                end,
-            });
+            due.push(Due { action, start, end });
         }
     }
 
@@ -280,7 +278,10 @@ fn pool_key(a: &Action, spot_split: bool) -> String {
         ("gcp", Some(zone)) => zone,
         _ => a.region.as_str(),
     };
-    format!("pool-{}-{}-{place}-{}{mode}", a.pool, a.cloud, a.instance_type)
+    format!(
+        "pool-{}-{}-{place}-{}{mode}",
+        a.pool, a.cloud, a.instance_type
+    )
 }
 
 fn is_run(kind: ActionKind) -> bool {
@@ -347,7 +348,13 @@ impl<'a> Builder<'a> {
         });
     }
 
-    fn input(&mut self, name: String, ty: &'static str, description: String, optional: bool) -> Value {
+    fn input(
+        &mut self,
+        name: String,
+        ty: &'static str,
+        description: String,
+        optional: bool,
+    ) -> Value {
         let value = Value::Ref(format!("var.{name}"));
         self.inputs.entry(name.clone()).or_insert(Input {
             name,
@@ -403,7 +410,10 @@ impl<'a> Builder<'a> {
         let (key, tags) = self.tags(actions, gcp);
         vec![
             ("plan_id", Value::Ref("local.plan_id".into())),
-            ("plan_fingerprint", Value::Ref("local.plan_fingerprint".into())),
+            (
+                "plan_fingerprint",
+                Value::Ref("local.plan_fingerprint".into()),
+            ),
             (key, tags),
         ]
     }
@@ -629,10 +639,7 @@ impl<'a> Builder<'a> {
                 return self.skip(d, format!("{what}; buy it in the console or API"));
             }
             (kind, cloud) => {
-                return self.skip(
-                    d,
-                    format!("no module for `{}` on `{cloud}`", kind.as_str()),
-                );
+                return self.skip(d, format!("no module for `{}` on `{cloud}`", kind.as_str()));
             }
         };
         self.call(name, module, &[a], comment, args, aliases);
@@ -687,7 +694,10 @@ impl<'a> Builder<'a> {
                 let subnets = self.input(
                     format!("aws_{region}_subnet_ids"),
                     "list(string)",
-                    format!("Subnets of the GPU pools in {} (one per zone).", first.region),
+                    format!(
+                        "Subnets of the GPU pools in {} (one per zone).",
+                        first.region
+                    ),
                     false,
                 );
                 let reservations: Vec<Value> = self
@@ -815,7 +825,13 @@ struct Shape {
 /// Accelerator-optimised machine types (Compute Engine documentation, 2026).
 fn gcp_shape(machine_type: &str) -> Option<Shape> {
     let (vcpus, memory_mb, gpus, accelerator, commitment_type) = match machine_type {
-        "a3-highgpu-8g" => (208, 1_916_928, 8, "nvidia-h100-80gb", "ACCELERATOR_OPTIMIZED_A3"),
+        "a3-highgpu-8g" => (
+            208,
+            1_916_928,
+            8,
+            "nvidia-h100-80gb",
+            "ACCELERATOR_OPTIMIZED_A3",
+        ),
         "a3-megagpu-8g" => (
             208,
             1_916_928,
@@ -831,7 +847,13 @@ fn gcp_shape(machine_type: &str) -> Option<Shape> {
             "ACCELERATOR_OPTIMIZED_A3_ULTRA",
         ),
         "a2-highgpu-8g" => (96, 696_320, 8, "nvidia-tesla-a100", "ACCELERATOR_OPTIMIZED"),
-        "a2-ultragpu-8g" => (96, 1_392_640, 8, "nvidia-a100-80gb", "ACCELERATOR_OPTIMIZED"),
+        "a2-ultragpu-8g" => (
+            96,
+            1_392_640,
+            8,
+            "nvidia-a100-80gb",
+            "ACCELERATOR_OPTIMIZED",
+        ),
         "a2-highgpu-1g" => (12, 87_040, 1, "nvidia-tesla-a100", "ACCELERATOR_OPTIMIZED"),
         "g2-standard-48" => (48, 196_608, 4, "nvidia-l4", "GRAPHICS_OPTIMIZED"),
         _ => return None,

@@ -36,9 +36,9 @@ impl Value {
 
     fn is_single_line(&self) -> bool {
         match self {
-            Value::List(items) => items.iter().all(|v| {
-                !matches!(v, Value::List(_) | Value::Object(_)) && v.is_single_line()
-            }),
+            Value::List(items) => items
+                .iter()
+                .all(|v| !matches!(v, Value::List(_) | Value::Object(_)) && v.is_single_line()),
             Value::Object(entries) => entries.is_empty(),
             _ => true,
         }
@@ -394,10 +394,9 @@ mod tests {
                     .attr("zones", Value::List(vec![Value::str("1")])),
             ),
             Item::Blank,
-            Item::Block(Block::new("provider", &["azurerm"]).item(Item::Block(Block::new(
-                "features",
-                &[],
-            )))),
+            Item::Block(
+                Block::new("provider", &["azurerm"]).item(Item::Block(Block::new("features", &[]))),
+            ),
         ];
         assert_eq!(
             to_string(&items),

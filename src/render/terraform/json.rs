@@ -50,7 +50,9 @@ fn insert_block(map: &mut Map<String, Json>, b: &Block, inner: Json) {
             .entry(b.ident.clone())
             .or_insert_with(|| Json::Object(Map::new()));
         if let (Json::Object(o), Some(name)) = (by_name, b.labels.first()) {
-            let list = o.entry(name.clone()).or_insert_with(|| Json::Array(Vec::new()));
+            let list = o
+                .entry(name.clone())
+                .or_insert_with(|| Json::Array(Vec::new()));
             if let Json::Array(a) = list {
                 a.push(inner);
             }
@@ -69,7 +71,9 @@ fn insert_block(map: &mut Map<String, Json>, b: &Block, inner: Json) {
     for (i, label) in b.labels.iter().enumerate() {
         let Json::Object(o) = slot else { return };
         let last = i + 1 == b.labels.len();
-        slot = o.entry(label.clone()).or_insert_with(|| Json::Object(Map::new()));
+        slot = o
+            .entry(label.clone())
+            .or_insert_with(|| Json::Object(Map::new()));
         if last {
             *slot = inner;
             return;

@@ -18,8 +18,8 @@ use chrono::{DateTime, Duration, Utc};
 
 use crate::diagnostic::InputError;
 use crate::plan::Plan;
-pub use calls::{ModuleCall, RootModule, Skipped};
 use calls::{Module, Provider, Selection};
+pub use calls::{ModuleCall, RootModule, Skipped};
 use hcl::{Block, Item, Value};
 
 /// The syntax of the generated code.
@@ -96,7 +96,10 @@ pub fn render(plan: &Plan, options: &Options) -> Result<Rendered, InputError> {
             ("versions.tf".into(), hcl::to_string(&versions(&root))),
         ],
         Format::TfJson => vec![
-            ("main.tf.json".into(), json::to_string(&main(&root, options))),
+            (
+                "main.tf.json".into(),
+                json::to_string(&main(&root, options)),
+            ),
             ("versions.tf.json".into(), json::to_string(&versions(&root))),
         ],
         Format::Pulumi => vec![("Pulumi.yaml".into(), super::pulumi::program(&root))],
@@ -146,7 +149,9 @@ fn source(module: Module, options: &Options) -> String {
         None => format!("./modules/{}", module.dir()),
         Some(s) if s.contains("{module}") => s.replace("{module}", module.dir()),
         Some(s) => {
-            let (base, query) = s.split_once('?').map_or((s.as_str(), None), |(b, q)| (b, Some(q)));
+            let (base, query) = s
+                .split_once('?')
+                .map_or((s.as_str(), None), |(b, q)| (b, Some(q)));
             let base = base.trim_end_matches('/');
             match query {
                 Some(q) => format!("{base}//modules/{}?{q}", module.dir()),

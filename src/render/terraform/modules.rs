@@ -7,11 +7,26 @@ use super::calls::Module;
 macro_rules! module_files {
     ($dir:literal) => {
         &[
-            ("README.md", include_str!(concat!("../../../modules/", $dir, "/README.md"))),
-            ("main.tf", include_str!(concat!("../../../modules/", $dir, "/main.tf"))),
-            ("outputs.tf", include_str!(concat!("../../../modules/", $dir, "/outputs.tf"))),
-            ("variables.tf", include_str!(concat!("../../../modules/", $dir, "/variables.tf"))),
-            ("versions.tf", include_str!(concat!("../../../modules/", $dir, "/versions.tf"))),
+            (
+                "README.md",
+                include_str!(concat!("../../../modules/", $dir, "/README.md")),
+            ),
+            (
+                "main.tf",
+                include_str!(concat!("../../../modules/", $dir, "/main.tf")),
+            ),
+            (
+                "outputs.tf",
+                include_str!(concat!("../../../modules/", $dir, "/outputs.tf")),
+            ),
+            (
+                "variables.tf",
+                include_str!(concat!("../../../modules/", $dir, "/variables.tf")),
+            ),
+            (
+                "versions.tf",
+                include_str!(concat!("../../../modules/", $dir, "/versions.tf")),
+            ),
         ]
     };
 }

@@ -15,10 +15,8 @@ pub fn sanitize(raw: &str, max: usize, underscore: bool) -> String {
     let sep = if underscore { '_' } else { '-' };
     let mut out = String::new();
     for c in raw.chars().flat_map(char::to_lowercase) {
-        let keep = c.is_ascii_lowercase()
-            || c.is_ascii_digit()
-            || (underscore && c == '_')
-            || c == '-';
+        let keep =
+            c.is_ascii_lowercase() || c.is_ascii_digit() || (underscore && c == '_') || c == '-';
         let c = if keep { c } else { sep };
         if (c == '-' || c == '_') && (out.is_empty() || out.ends_with(['-', '_'])) {
             continue;

@@ -69,7 +69,12 @@ pub fn replace(out_dir: &Path, files: &[(PathBuf, String)]) -> Result<(), Genera
         }
     }
     let modules = out_dir.join("modules");
-    if modules.is_dir() && fs::read_dir(&modules).map_err(io(&modules))?.next().is_none() {
+    if modules.is_dir()
+        && fs::read_dir(&modules)
+            .map_err(io(&modules))?
+            .next()
+            .is_none()
+    {
         fs::remove_dir(&modules).map_err(io(&modules))?;
     }
     for path in top {
