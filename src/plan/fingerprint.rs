@@ -52,9 +52,11 @@ impl FingerprintBuilder {
 
 /// The digest again, from a plan's recorded inputs (to check a plan file was not edited).
 pub fn recompute(inputs: &[InputDigest]) -> String {
-    let mut b = FingerprintBuilder::default();
-    b.inputs = inputs.to_vec();
-    b.finish().digest
+    FingerprintBuilder {
+        inputs: inputs.to_vec(),
+    }
+    .finish()
+    .digest
 }
 
 #[cfg(test)]

@@ -127,7 +127,7 @@ fn blocks(offer: &Offer, horizon: &Horizon, now: DateTime<Utc>, now_hour: i64) -
     }
     let starts = daily(horizon, now_hour + i64::from(lead), start_hour_of_day);
     let days: &[u32] = match offer.term_hours {
-        Some(h) if h % 24 == 0 && h > 0 => &[h / 24][..],
+        Some(h) if h.is_multiple_of(24) && h > 0 => &[h / 24][..],
         _ if aws => AWS_BLOCK_DAYS,
         _ => BLOCK_DAYS,
     };
@@ -164,9 +164,9 @@ fn daily(horizon: &Horizon, earliest: i64, hour_of_day: u32) -> Vec<u32> {
 
 /// `1y`, `3y`, `7d`, `36h`.
 fn term_label(hours: u32) -> String {
-    if hours % 8760 == 0 {
+    if hours.is_multiple_of(8760) {
         format!("{}y", hours / 8760)
-    } else if hours % 24 == 0 {
+    } else if hours.is_multiple_of(24) {
         format!("{}d", hours / 24)
     } else {
         format!("{hours}h")
