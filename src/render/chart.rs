@@ -49,7 +49,7 @@ const BANDS: usize = 10;
 #[error("cannot draw the chart: {0}")]
 pub struct ChartError(String);
 
-fn register_font() {
+pub(super) fn register_font() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         // The embedded font is valid TrueType; failure would be a packaging bug, and text would
@@ -64,7 +64,7 @@ fn register_font() {
 
 /// Corner points of a step function with one value per hour: two points where the value
 /// changes, none in between (a year of hourly data stays small in SVG).
-fn step_points(values: &[u32]) -> Vec<(f64, f64)> {
+pub(super) fn step_points(values: &[u32]) -> Vec<(f64, f64)> {
     let mut points = Vec::new();
     let mut previous = None;
     for (t, &v) in values.iter().enumerate() {

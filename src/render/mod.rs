@@ -2,6 +2,10 @@
 //! Pure functions from data to text or bytes; the commands decide where they go.
 
 pub mod chart;
+pub mod markdown;
+pub mod plan_chart;
+pub mod plan_summary;
+pub mod plan_view;
 pub mod pulumi;
 pub mod stack;
 pub mod terminal;

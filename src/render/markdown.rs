@@ -1,0 +1,685 @@
+//! The plan as GitHub-flavoured markdown for a pull-request comment (`gpucap plan --format
+//! markdown`): verdict, summary, gates, what to buy, cost, baselines and risk up front; every
+//! action, quote, assumption and input collapsed below.
+//!
+//! Names in a plan come from users' calendars and configs, so every string from the plan is
+//! escaped: identifiers go in code spans, prose is backslash-escaped with `<`, `>` and `&` as
+//! entities, and line breaks become spaces. A hostile campaign name can neither break a table
+//! nor inject HTML.
+
+use std::fmt::Write;
+
+use super::plan_view::{
+    self, KINDS, Verdict, age, best_baseline, gate_counts, kind_label, money, percent, purchases,
+    runs_by_pool, saving, share, short_time,
+};
+use super::terminal::thousands;
+use crate::plan::Plan;
+use crate::policy::Decision;
+
+/// The markdown document, ending in one newline, no trailing whitespace on any line.
+pub fn markdown(plan: &Plan) -> String {
+    let mut md = String::new();
+    headline(&mut md, plan);
+    gates(&mut md, plan);
+    buy(&mut md, plan);
+    cost(&mut md, plan);
+    baselines(&mut md, plan);
+    risk(&mut md, plan);
+    all_actions(&mut md, plan);
+    pools_and_teams(&mut md, plan);
+    quotes(&mut md, plan);
+    assumptions(&mut md, plan);
+    inputs(&mut md, plan);
+    tidy(&md)
+}
+
+/// Prose from the plan, safe anywhere inline (table cells included).
+pub fn text(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for (i, c) in s.chars().enumerate() {
+        match c {
+            '\n' | '\r' | '\t' => out.push(' '),
+            c if c.is_control() => {}
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            // `$` too: GitHub renders `$…$` as math.
+            '\\' | '`' | '*' | '_' | '[' | ']' | '|' | '~' | '#' | '$' | '!' => {
+                out.push('\\');
+                out.push(c);
+            }
+            // Would start a list item or a setext underline at the start of a line.
+            '-' | '+' | '=' if i == 0 => {
+                out.push('\\');
+                out.push(c);
+            }
+            c => out.push(c),
+        }
+    }
+    // `2027. ` or `1) ` at the start would open an ordered list.
+    let digits = out.chars().take_while(char::is_ascii_digit).count();
+    if digits > 0 && matches!(out[digits..].chars().next(), Some('.' | ')')) {
+        out.insert(digits, '\\');
+    }
+    out
+}
+
+/// An identifier in a code span, for a table cell (`|` escaped, which GFM tables require even
+/// inside code). Empty strings show as an em dash.
+fn code_cell(s: &str) -> String {
+    code_span(s, true)
+}
+
+/// An identifier in a code span, outside tables.
+fn code(s: &str) -> String {
+    code_span(s, false)
+}
+
+fn code_span(s: &str, in_table: bool) -> String {
+    let s: String = s
+        .chars()
+        .filter_map(|c| match c {
+            '\n' | '\r' | '\t' => Some(' '),
+            c if c.is_control() => None,
+            c => Some(c),
+        })
+        .collect();
+    if s.is_empty() {
+        return "—".into();
+    }
+    let longest_run = s.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let fence = "`".repeat(longest_run + 1);
+    let pad = if s.starts_with('`') || s.ends_with('`') || (s.starts_with(' ') && s.ends_with(' '))
+    {
+        " "
+    } else {
+        ""
+    };
+    let body = if in_table { s.replace('|', "\\|") } else { s };
+    format!("{fence}{pad}{body}{pad}{fence}")
+}
+
+fn dollars(x: f64) -> String {
+    text(&money(x))
+}
+
+/// `$98.32`: unit prices keep their cents.
+fn price(x: f64) -> String {
+    if !x.is_finite() {
+        return "?".into();
+    }
+    let cents = (x * 100.0).round();
+    let sign = if cents < 0.0 { "-" } else { "" };
+    let cents = cents.abs() as u64;
+    text(&format!(
+        "{sign}${}.{:02}",
+        thousands(cents / 100),
+        cents % 100
+    ))
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Align {
+    Left,
+    Right,
+}
+
+use Align::{Left as L, Right as R};
+
+/// A GFM table; every row is cut or padded to the header's width.
+struct MdTable {
+    header: Vec<(String, Align)>,
+    rows: Vec<Vec<String>>,
+}
+
+impl MdTable {
+    fn new(header: &[(&str, Align)]) -> Self {
+        MdTable {
+            header: header.iter().map(|(h, a)| (h.to_string(), *a)).collect(),
+            rows: Vec::new(),
+        }
+    }
+
+    fn row(&mut self, mut cells: Vec<String>) {
+        cells.resize(self.header.len(), String::new());
+        self.rows.push(cells);
+    }
+
+    /// The table with a blank line before and after.
+    fn write(&self, md: &mut String) {
+        let line = |cells: &mut dyn Iterator<Item = &str>| {
+            let mut l = String::from("|");
+            for c in cells {
+                l.push(' ');
+                l.push_str(c);
+                l.push_str(" |");
+            }
+            l
+        };
+        md.push('\n');
+        md.push_str(&line(&mut self.header.iter().map(|(h, _)| h.as_str())));
+        md.push('\n');
+        md.push_str(&line(&mut self.header.iter().map(|(_, a)| match a {
+            Align::Left => "---",
+            Align::Right => "---:",
+        })));
+        md.push('\n');
+        for r in &self.rows {
+            md.push_str(&line(&mut r.iter().map(String::as_str)));
+            md.push('\n');
+        }
+        md.push('\n');
+    }
+}
+
+fn heading(md: &mut String, title: &str) {
+    let _ = write!(md, "\n### {title}\n\n");
+}
+
+/// A collapsed section; `body` writes its markdown. Blank lines around the body let GitHub
+/// render the markdown inside the HTML block.
+fn details(md: &mut String, summary: &str, body: impl FnOnce(&mut String)) {
+    let _ = write!(md, "\n<details>\n<summary>{summary}</summary>\n\n");
+    body(md);
+    md.push_str("\n</details>\n");
+}
+
+/// No trailing whitespace, at most one blank line in a row, one newline at the end.
+fn tidy(md: &str) -> String {
+    let mut out = String::with_capacity(md.len());
+    let mut blank = true;
+    for line in md.lines().map(str::trim_end) {
+        if line.is_empty() {
+            if !blank {
+                out.push('\n');
+            }
+            blank = true;
+        } else {
+            out.push_str(line);
+            out.push('\n');
+            blank = false;
+        }
+    }
+    while out.ends_with("\n\n") {
+        out.pop();
+    }
+    out
+}
+
+fn headline(md: &mut String, plan: &Plan) {
+    let verdict = Verdict::of(&plan.gates);
+    let _ = writeln!(md, "## gpucap plan: **{}**\n", verdict.title());
+    let _ = writeln!(
+        md,
+        "Horizon {} → {} ({} h), made {} UTC, solver {}.",
+        text(&short_time(&plan.horizon.start)),
+        text(&short_time(&plan.horizon.end)),
+        thousands(plan.horizon.hours.into()),
+        text(&short_time(&plan.created_at)),
+        text(&plan.solution.status),
+    );
+    let mut t = MdTable::new(&[("", L), ("", R)]);
+    t.row(vec![
+        "Expected total".into(),
+        format!("**{}**", dollars(plan.cost.expected_total)),
+    ]);
+    t.row(vec![
+        "Irreversible (blocks, reservations, commitments)".into(),
+        dollars(plan.cost.irreversible),
+    ]);
+    match best_baseline(plan).and_then(|b| Some((b, saving(plan, b)?))) {
+        Some((b, (amount, fraction))) => {
+            let pct = fraction
+                .map(|f| format!(" ({})", percent(f)))
+                .unwrap_or_default();
+            let what = if amount >= 0.0 {
+                "Saving"
+            } else {
+                "Extra cost"
+            };
+            t.row(vec![
+                format!("{what} vs {} (cheapest baseline)", code_cell(&b.name)),
+                format!("{}{pct}", dollars(amount.abs())),
+            ]);
+        }
+        None => t.row(vec!["Baselines".into(), "none covers the demand".into()]),
+    }
+    if !plan.risk.worst_scenario.is_empty() {
+        t.row(vec![
+            format!("Worst scenario ({})", code_cell(&plan.risk.worst_scenario)),
+            dollars(plan.risk.worst_total),
+        ]);
+    }
+    t.row(vec![
+        "Budget gates".into(),
+        format!("{}: {}", verdict.sentence(), gate_counts(&plan.gates)),
+    ]);
+    t.write(md);
+}
+
+fn gates(md: &mut String, plan: &Plan) {
+    heading(md, "Budget gates");
+    let g = &plan.gates;
+    if g.deny.is_empty() && g.approval.is_empty() && g.warn.is_empty() {
+        md.push_str("No gate denied, warned or asked for approval.\n");
+        return;
+    }
+    let mut t = MdTable::new(&[("Result", L), ("Rule", L), ("Finding", L), ("Fix", L)]);
+    let mut add = |label: &str, set: &[Decision]| {
+        for d in set {
+            t.row(vec![
+                label.into(),
+                code_cell(&d.rule),
+                text(&d.message),
+                text(&d.fix),
+            ]);
+        }
+    };
+    add("**deny**", &g.deny);
+    add("**approval**", &g.approval);
+    add("warn", &g.warn);
+    t.write(md);
+}
+
+fn buy(md: &mut String, plan: &Plan) {
+    heading(md, "What to buy and when");
+    let actions = purchases(plan);
+    if actions.is_empty() {
+        md.push_str("Nothing to buy: the plan uses on-demand and spot capacity only.\n");
+    } else {
+        let mut t = MdTable::new(&[
+            ("Action", L),
+            ("Pool", L),
+            ("Where", L),
+            ("Instances", L),
+            ("When", L),
+            ("Act by", L),
+            ("Cost", R),
+            ("Irreversible", L),
+        ]);
+        for a in actions {
+            t.row(vec![
+                kind_label(a.kind).into(),
+                code_cell(&a.pool),
+                text(&plan_view::place(a)),
+                text(&plan_view::size(a)),
+                text(&plan_view::window(a)),
+                text(&short_time(&a.due)),
+                dollars(a.cost),
+                if a.irreversible { "yes" } else { "no" }.into(),
+            ]);
+        }
+        t.write(md);
+    }
+    let pools = runs_by_pool(plan);
+    if pools.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        md,
+        "\nOn-demand and spot runs in scenario {}:",
+        code(&plan.actions_scenario)
+    );
+    let peak = |r: &plan_view::RunTotals| {
+        if r.runs == 0 {
+            "—".to_string()
+        } else {
+            format!(
+                "{} instances ({} GPUs)",
+                thousands(r.peak_instances),
+                thousands(r.peak_gpus)
+            )
+        }
+    };
+    let mut t = MdTable::new(&[
+        ("Pool", L),
+        ("On-demand peak", R),
+        ("On-demand cost", R),
+        ("Spot peak", R),
+        ("Spot cost", R),
+    ]);
+    for p in pools {
+        t.row(vec![
+            code_cell(&p.pool),
+            peak(&p.on_demand),
+            dollars(p.on_demand.cost),
+            peak(&p.spot),
+            dollars(p.spot.cost),
+        ]);
+    }
+    t.write(md);
+}
+
+fn cost(md: &mut String, plan: &Plan) {
+    heading(md, "Cost by kind and month");
+    let total = plan.cost.expected_total;
+    let mut t = MdTable::new(&[("Kind", L), ("Expected", R), ("Share", R)]);
+    for (i, (name, get)) in KINDS.iter().enumerate() {
+        let cost = get(&plan.cost.by_kind);
+        if cost == 0.0 {
+            continue;
+        }
+        let name = if plan_view::kind_is_irreversible(i) {
+            format!("{name} (irreversible)")
+        } else {
+            name.to_string()
+        };
+        t.row(vec![
+            name,
+            dollars(cost),
+            share(cost, total).map(percent).unwrap_or_default(),
+        ]);
+    }
+    t.row(vec!["**Total**".into(), format!("**{}**", dollars(total))]);
+    t.write(md);
+    if plan.cost.by_month.is_empty() {
+        return;
+    }
+    let Some(months) = plan_view::cost_by_month(plan) else {
+        let mut t = MdTable::new(&[("Month", L), ("Expected", R)]);
+        for m in &plan.cost.by_month {
+            t.row(vec![text(&m.month), dollars(m.expected)]);
+        }
+        t.write(md);
+        return;
+    };
+    let shown: Vec<usize> = (0..KINDS.len())
+        .filter(|&k| months.iter().any(|m| m.kinds[k].abs() >= 0.5))
+        .collect();
+    let mut header = vec![("Month", L)];
+    header.extend(shown.iter().map(|&k| (KINDS[k].0, R)));
+    header.push(("Total", R));
+    let mut t = MdTable::new(&header);
+    for m in &months {
+        let mut row = vec![text(&m.month)];
+        row.extend(shown.iter().map(|&k| dollars(m.kinds[k])));
+        row.push(dollars(m.total));
+        t.row(row);
+    }
+    t.write(md);
+    if shown.iter().any(|&k| k >= 3) {
+        let _ = writeln!(
+            md,
+            "On-demand and spot per month are estimated from the runs of scenario {}.",
+            code(&plan.actions_scenario)
+        );
+    }
+}
+
+fn baselines(md: &mut String, plan: &Plan) {
+    heading(md, "Against simpler strategies");
+    if plan.baselines.is_empty() {
+        md.push_str("No baselines in the plan.\n");
+        return;
+    }
+    let mut t = MdTable::new(&[
+        ("Strategy", L),
+        ("Expected", R),
+        ("This plan saves", R),
+        ("Saving", R),
+        ("What it means", L),
+    ]);
+    for b in &plan.baselines {
+        let (cost, amount, pct) = match (b.expected_total, saving(plan, b)) {
+            (Some(total), Some((amount, fraction))) => (
+                dollars(total),
+                dollars(amount),
+                fraction.map(percent).unwrap_or_default(),
+            ),
+            _ => ("cannot cover the demand".into(), "—".into(), String::new()),
+        };
+        t.row(vec![
+            code_cell(&b.name),
+            cost,
+            amount,
+            pct,
+            text(&b.description),
+        ]);
+    }
+    t.write(md);
+}
+
+fn risk(md: &mut String, plan: &Plan) {
+    heading(md, "Risk");
+    let risk = &plan.risk;
+    let mut names: Vec<&str> = plan
+        .cost
+        .by_scenario
+        .iter()
+        .map(|s| s.name.as_str())
+        .collect();
+    for s in &risk.stranded {
+        if !names.contains(&s.scenario.as_str()) {
+            names.push(&s.scenario);
+        }
+    }
+    if names.is_empty() {
+        md.push_str("No scenarios in the plan.\n");
+        return;
+    }
+    let mut t = MdTable::new(&[
+        ("Scenario", L),
+        ("Probability", R),
+        ("On-demand", R),
+        ("Spot", R),
+        ("Total", R),
+        ("Idle term GPU-h", R),
+        ("Idle term cost", R),
+    ]);
+    for name in names {
+        let cost = plan.cost.by_scenario.iter().find(|s| s.name == name);
+        let stranded = risk.stranded.iter().find(|s| s.scenario == name);
+        let probability = cost
+            .map(|c| c.probability)
+            .or(stranded.map(|s| s.probability));
+        let money_or_dash = |x: Option<f64>| x.map(dollars).unwrap_or_else(|| "—".into());
+        let label = if name == risk.worst_scenario {
+            format!("{} (worst)", code_cell(name))
+        } else {
+            code_cell(name)
+        };
+        t.row(vec![
+            label,
+            probability.map(percent).unwrap_or_default(),
+            money_or_dash(cost.map(|c| c.on_demand)),
+            money_or_dash(cost.map(|c| c.spot)),
+            money_or_dash(cost.map(|c| c.total)),
+            stranded
+                .map(|s| thousands(s.gpu_hours))
+                .unwrap_or_else(|| "—".into()),
+            money_or_dash(stranded.map(|s| s.cost)),
+        ]);
+    }
+    t.write(md);
+    md.push_str(
+        "Idle term capacity: capacity blocks, reservations and commitments paid for but not \
+         used when the scenario happens.\n",
+    );
+}
+
+fn all_actions(md: &mut String, plan: &Plan) {
+    if plan.actions.is_empty() {
+        return;
+    }
+    details(md, &format!("All actions ({})", plan.actions.len()), |md| {
+        let mut t = MdTable::new(&[
+            ("Id", L),
+            ("Action", L),
+            ("Pool", L),
+            ("Where", L),
+            ("Instances", L),
+            ("When", L),
+            ("Act by", L),
+            ("Bookable from", L),
+            ("Cost", R),
+            ("Offer", L),
+            ("Campaigns", L),
+        ]);
+        for a in &plan.actions {
+            t.row(vec![
+                code_cell(&a.id),
+                kind_label(a.kind).into(),
+                code_cell(&a.pool),
+                text(&plan_view::place(a)),
+                text(&plan_view::size(a)),
+                text(&plan_view::window(a)),
+                text(&short_time(&a.due)),
+                a.bookable_from
+                    .as_deref()
+                    .map(|b| text(&short_time(b)))
+                    .unwrap_or_default(),
+                dollars(a.cost),
+                code_cell(&a.offer),
+                a.campaigns
+                    .iter()
+                    .map(|c| code_cell(c))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            ]);
+        }
+        t.write(md);
+        md.push_str(
+            "Run costs are for the scenario the runs follow; term costs are for the whole \
+                 term.\n",
+        );
+    });
+}
+
+fn pools_and_teams(md: &mut String, plan: &Plan) {
+    let c = &plan.cost;
+    if c.by_pool.is_empty() && c.by_team.is_empty() {
+        return;
+    }
+    details(md, "Cost by pool and team", |md| {
+        let mut t = MdTable::new(&[("Pool", L), ("Expected", R), ("Share", R)]);
+        for p in &c.by_pool {
+            t.row(vec![
+                code_cell(&p.pool),
+                dollars(p.expected),
+                share(p.expected, c.expected_total)
+                    .map(percent)
+                    .unwrap_or_default(),
+            ]);
+        }
+        t.write(md);
+        let mut t = MdTable::new(&[("Team", L), ("Expected", R), ("Share", R)]);
+        for team in &c.by_team {
+            t.row(vec![
+                team.team
+                    .as_deref()
+                    .map(code_cell)
+                    .unwrap_or_else(|| "(no team)".into()),
+                dollars(team.expected),
+                share(team.expected, c.expected_total)
+                    .map(percent)
+                    .unwrap_or_default(),
+            ]);
+        }
+        t.write(md);
+    });
+}
+
+fn quotes(md: &mut String, plan: &Plan) {
+    if plan.quotes.is_empty() {
+        return;
+    }
+    details(md, &format!("Price quotes ({})", plan.quotes.len()), |md| {
+        let mut t = MdTable::new(&[
+            ("Offer", L),
+            ("Source", L),
+            ("Fetched", L),
+            ("Age", R),
+            ("Per instance-hour", R),
+            ("Upfront per instance", R),
+            ("Offering id", L),
+            ("Origin", L),
+        ]);
+        for q in &plan.quotes {
+            t.row(vec![
+                code_cell(&q.offer),
+                text(&q.source),
+                text(&short_time(&q.fetched_at)),
+                text(&age(&q.fetched_at, &plan.created_at)),
+                price(q.price_per_instance_hour),
+                price(q.upfront_per_instance),
+                q.offering_id.as_deref().map(code_cell).unwrap_or_default(),
+                text(&q.origin),
+            ]);
+        }
+        t.write(md);
+        md.push_str("Ages are at the time the plan was made.\n");
+    });
+}
+
+fn assumptions(md: &mut String, plan: &Plan) {
+    if plan.assumptions.is_empty() {
+        return;
+    }
+    details(
+        md,
+        &format!("Assumptions ({})", plan.assumptions.len()),
+        |md| {
+            for a in &plan.assumptions {
+                let _ = writeln!(md, "- {}", text(a));
+            }
+        },
+    );
+}
+
+fn inputs(md: &mut String, plan: &Plan) {
+    let f = &plan.fingerprint;
+    details(
+        md,
+        &format!("Inputs ({}) and fingerprint", f.inputs.len()),
+        |md| {
+            let _ = writeln!(
+                md,
+                "Fingerprint {}: applying this plan is refused if any input below has changed.",
+                code(&f.digest)
+            );
+            if f.inputs.is_empty() {
+                return;
+            }
+            let mut t = MdTable::new(&[("Kind", L), ("Input", L), ("SHA-256", L)]);
+            for i in &f.inputs {
+                t.row(vec![
+                    text(&i.kind),
+                    code_cell(&i.name),
+                    code_cell(&i.sha256),
+                ]);
+            }
+            t.write(md);
+        },
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_escapes_markdown_and_html() {
+        assert_eq!(text("a|b"), "a\\|b");
+        assert_eq!(text("<img src=x>"), "&lt;img src=x&gt;");
+        assert_eq!(text("x\ny"), "x y");
+        assert_eq!(text("- item"), "\\- item");
+        assert_eq!(text("2027. year"), "2027\\. year");
+        assert_eq!(text("$5 and $6"), "\\$5 and \\$6");
+        assert_eq!(text("h100-us"), "h100-us");
+    }
+
+    #[test]
+    fn code_spans_survive_backticks_and_pipes() {
+        assert_eq!(code_cell("a|b"), "`a\\|b`");
+        assert_eq!(code("a|b"), "`a|b`");
+        assert_eq!(code("a`b"), "``a`b``");
+        assert_eq!(code("`x`"), "`` `x` ``");
+        assert_eq!(code(""), "—");
+    }
+
+    #[test]
+    fn tidy_trims_and_collapses() {
+        assert_eq!(tidy("\n\na  \n\n\n\nb\n\n"), "a\n\nb\n");
+    }
+}

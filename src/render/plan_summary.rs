@@ -1,0 +1,425 @@
+//! The terminal summary of a plan (`gpucap plan`, `--format table`): what it costs and saves,
+//! what to buy and when, cost by kind and month, baselines, risk and the gates, so a person can
+//! review a plan without opening the JSON.
+
+use std::fmt::Write;
+
+use comfy_table::{Cell, CellAlignment, Table, presets::UTF8_BORDERS_ONLY};
+use owo_colors::{AnsiColors, OwoColorize};
+
+use super::plan_view::{
+    self, KINDS, Verdict, best_baseline, gate_counts, kind_is_irreversible, kind_label, money,
+    percent, purchases, runs_by_pool, saving, saving_phrase, share, short_time,
+};
+use super::terminal::thousands;
+use crate::plan::Plan;
+
+/// The summary as text; `color` adds ANSI colour to the verdict, headings and gate labels.
+/// Strings from the plan are shown with control characters escaped, so a hostile campaign or
+/// pool name cannot move the cursor or recolour the terminal.
+pub fn summary(plan: &Plan, color: bool) -> String {
+    let style = Style { color };
+    let mut out = String::new();
+    headline(&mut out, plan, style);
+    buy(&mut out, plan, style);
+    runs(&mut out, plan, style);
+    cost_by_kind(&mut out, plan, style);
+    cost_by_month(&mut out, plan, style);
+    baselines(&mut out, plan, style);
+    risk(&mut out, plan, style);
+    gates(&mut out, plan, style);
+    out
+}
+
+#[derive(Clone, Copy)]
+struct Style {
+    color: bool,
+}
+
+impl Style {
+    fn heading(self, out: &mut String, text: &str) {
+        if self.color {
+            let _ = writeln!(out, "\n{}", text.bold());
+        } else {
+            let _ = writeln!(out, "\n{text}");
+        }
+    }
+
+    fn paint(self, text: &str, c: AnsiColors) -> String {
+        if self.color {
+            text.color(c).bold().to_string()
+        } else {
+            text.to_string()
+        }
+    }
+
+    fn verdict(self, v: Verdict) -> String {
+        let c = match v {
+            Verdict::Denied => AnsiColors::Red,
+            Verdict::NeedsApproval => AnsiColors::Yellow,
+            Verdict::Allowed => AnsiColors::Green,
+        };
+        self.paint(v.sentence(), c)
+    }
+}
+
+/// The text with control characters (escape sequences, newlines) shown escaped.
+fn clean(s: &str) -> String {
+    if s.chars().any(char::is_control) {
+        s.chars()
+            .map(|c| {
+                if c.is_control() {
+                    c.escape_default().to_string()
+                } else {
+                    c.to_string()
+                }
+            })
+            .collect()
+    } else {
+        s.to_string()
+    }
+}
+
+fn table(header: &[&str]) -> Table {
+    let mut t = Table::new();
+    t.load_preset(UTF8_BORDERS_ONLY);
+    t.set_header(header.iter().map(Cell::new));
+    t
+}
+
+fn right(text: impl ToString) -> Cell {
+    Cell::new(text).set_alignment(CellAlignment::Right)
+}
+
+fn text(s: &str) -> Cell {
+    Cell::new(clean(s))
+}
+
+fn push_table(out: &mut String, t: &Table) {
+    let _ = writeln!(out, "{t}");
+}
+
+fn headline(out: &mut String, plan: &Plan, style: Style) {
+    let _ = writeln!(
+        out,
+        "plan for {} → {} ({} h), made {}, solver: {}",
+        clean(&short_time(&plan.horizon.start)),
+        clean(&short_time(&plan.horizon.end)),
+        thousands(plan.horizon.hours.into()),
+        clean(&short_time(&plan.created_at)),
+        clean(&plan.solution.status)
+    );
+    let cost = &plan.cost;
+    let mut rows: Vec<(String, String)> = vec![
+        ("expected total".into(), money(cost.expected_total)),
+        (
+            "irreversible".into(),
+            format!(
+                "{}  (capacity blocks, reservations, commitments: spent once bought)",
+                money(cost.irreversible)
+            ),
+        ),
+    ];
+    match best_baseline(plan).and_then(|b| Some((b, saving(plan, b)?))) {
+        Some((b, (amount, fraction))) => rows.push((
+            format!("vs {}", clean(&b.name)),
+            format!(
+                "{}  (the cheapest baseline)",
+                saving_phrase(amount, fraction)
+            ),
+        )),
+        None => rows.push(("baselines".into(), "none covers the demand".into())),
+    }
+    rows.push((
+        "gates".into(),
+        format!(
+            "{}: {}",
+            style.verdict(Verdict::of(&plan.gates)),
+            gate_counts(&plan.gates)
+        ),
+    ));
+    let width = rows
+        .iter()
+        .map(|(k, _)| k.chars().count())
+        .max()
+        .unwrap_or(0);
+    for (k, v) in rows {
+        let pad = width - k.chars().count();
+        let _ = writeln!(out, "  {k}{}  {v}", " ".repeat(pad));
+    }
+}
+
+fn buy(out: &mut String, plan: &Plan, style: Style) {
+    style.heading(out, "what to buy and when");
+    let actions = purchases(plan);
+    if actions.is_empty() {
+        out.push_str("  nothing to buy: the plan uses on-demand and spot capacity only\n");
+        return;
+    }
+    let mut t = table(&[
+        "action",
+        "pool",
+        "where",
+        "instances",
+        "when",
+        "act by",
+        "cost",
+        "irreversible",
+    ]);
+    for a in actions {
+        t.add_row(vec![
+            Cell::new(kind_label(a.kind)),
+            text(&a.pool),
+            text(&plan_view::place(a)),
+            text(&plan_view::size(a)),
+            text(&plan_view::window(a)),
+            text(&short_time(&a.due)),
+            right(money(a.cost)),
+            Cell::new(if a.irreversible { "yes" } else { "no" }),
+        ]);
+    }
+    push_table(out, &t);
+}
+
+fn runs(out: &mut String, plan: &Plan, style: Style) {
+    let pools = runs_by_pool(plan);
+    if pools.is_empty() {
+        return;
+    }
+    style.heading(
+        out,
+        &format!(
+            "on-demand and spot runs (scenario \"{}\")",
+            clean(&plan.actions_scenario)
+        ),
+    );
+    let mut t = table(&[
+        "pool",
+        "on-demand peak",
+        "on-demand cost",
+        "spot peak",
+        "spot cost",
+    ]);
+    let peak = |r: &plan_view::RunTotals| {
+        if r.runs == 0 {
+            "—".to_string()
+        } else {
+            format!(
+                "{} instances ({} GPUs)",
+                thousands(r.peak_instances),
+                thousands(r.peak_gpus)
+            )
+        }
+    };
+    for p in pools {
+        t.add_row(vec![
+            text(&p.pool),
+            right(peak(&p.on_demand)),
+            right(money(p.on_demand.cost)),
+            right(peak(&p.spot)),
+            right(money(p.spot.cost)),
+        ]);
+    }
+    push_table(out, &t);
+}
+
+fn cost_by_kind(out: &mut String, plan: &Plan, style: Style) {
+    style.heading(out, "cost by kind (expected over scenarios)");
+    let total = plan.cost.expected_total;
+    let mut t = table(&["kind", "expected", "share", "irreversible"]);
+    for (i, (name, get)) in KINDS.iter().enumerate() {
+        let cost = get(&plan.cost.by_kind);
+        if cost == 0.0 {
+            continue;
+        }
+        t.add_row(vec![
+            Cell::new(name),
+            right(money(cost)),
+            right(share(cost, total).map(percent).unwrap_or_default()),
+            Cell::new(if kind_is_irreversible(i) { "yes" } else { "no" }),
+        ]);
+    }
+    t.add_row(vec![
+        Cell::new("total"),
+        right(money(total)),
+        right(""),
+        Cell::new(""),
+    ]);
+    push_table(out, &t);
+}
+
+fn cost_by_month(out: &mut String, plan: &Plan, style: Style) {
+    style.heading(out, "cost by month (expected)");
+    if plan.cost.by_month.is_empty() {
+        out.push_str("  no monthly figures in the plan\n");
+        return;
+    }
+    let Some(months) = plan_view::cost_by_month(plan) else {
+        let mut t = table(&["month", "expected"]);
+        for m in &plan.cost.by_month {
+            t.add_row(vec![text(&m.month), right(money(m.expected))]);
+        }
+        push_table(out, &t);
+        return;
+    };
+    let shown: Vec<usize> = (0..KINDS.len())
+        .filter(|&k| months.iter().any(|m| m.kinds[k].abs() >= 0.5))
+        .collect();
+    let mut header = vec!["month"];
+    header.extend(shown.iter().map(|&k| KINDS[k].0));
+    header.push("total");
+    let mut t = table(&header);
+    for m in &months {
+        let mut row = vec![text(&m.month)];
+        row.extend(shown.iter().map(|&k| right(money(m.kinds[k]))));
+        row.push(right(money(m.total)));
+        t.add_row(row);
+    }
+    push_table(out, &t);
+    if shown.iter().any(|&k| k >= 3) {
+        let _ = writeln!(
+            out,
+            "  on-demand and spot per month are estimated from the runs of scenario \"{}\"",
+            clean(&plan.actions_scenario)
+        );
+    }
+}
+
+fn baselines(out: &mut String, plan: &Plan, style: Style) {
+    style.heading(out, "the same demand bought simply");
+    if plan.baselines.is_empty() {
+        out.push_str("  no baselines in the plan\n");
+        return;
+    }
+    let mut t = table(&["strategy", "expected", "this plan", "", "what it means"]);
+    for b in &plan.baselines {
+        let (cost, phrase, pct) = match (b.expected_total, saving(plan, b)) {
+            (Some(total), Some((amount, fraction))) => {
+                let phrase = if amount >= 0.0 {
+                    format!("saves {}", money(amount))
+                } else {
+                    format!("costs {} more", money(-amount))
+                };
+                (
+                    money(total),
+                    phrase,
+                    fraction.map(percent).unwrap_or_default(),
+                )
+            }
+            _ => (
+                "cannot cover the demand".to_string(),
+                String::new(),
+                String::new(),
+            ),
+        };
+        t.add_row(vec![
+            text(&b.name),
+            right(cost),
+            right(phrase),
+            right(pct),
+            text(&b.description),
+        ]);
+    }
+    push_table(out, &t);
+}
+
+fn risk(out: &mut String, plan: &Plan, style: Style) {
+    style.heading(out, "risk: cost per scenario, idle term capacity");
+    let risk = &plan.risk;
+    let mut names: Vec<&str> = plan
+        .cost
+        .by_scenario
+        .iter()
+        .map(|s| s.name.as_str())
+        .collect();
+    for s in &risk.stranded {
+        if !names.contains(&s.scenario.as_str()) {
+            names.push(&s.scenario);
+        }
+    }
+    if names.is_empty() {
+        out.push_str("  no scenarios in the plan\n");
+        return;
+    }
+    let mut t = table(&[
+        "scenario",
+        "probability",
+        "on-demand",
+        "spot",
+        "total",
+        "idle term GPU-h",
+        "idle term cost",
+    ]);
+    for name in names {
+        let cost = plan.cost.by_scenario.iter().find(|s| s.name == name);
+        let stranded = risk.stranded.iter().find(|s| s.scenario == name);
+        let probability = cost
+            .map(|c| c.probability)
+            .or(stranded.map(|s| s.probability));
+        let label = if name == risk.worst_scenario {
+            format!("{} (worst)", clean(name))
+        } else {
+            clean(name)
+        };
+        let money_or_dash = |x: Option<f64>| x.map(money).unwrap_or_else(|| "—".into());
+        t.add_row(vec![
+            Cell::new(label),
+            right(probability.map(percent).unwrap_or_default()),
+            right(money_or_dash(cost.map(|c| c.on_demand))),
+            right(money_or_dash(cost.map(|c| c.spot))),
+            right(money_or_dash(cost.map(|c| c.total))),
+            right(
+                stranded
+                    .map(|s| thousands(s.gpu_hours))
+                    .unwrap_or_else(|| "—".into()),
+            ),
+            right(money_or_dash(stranded.map(|s| s.cost))),
+        ]);
+    }
+    push_table(out, &t);
+    if !risk.worst_scenario.is_empty() {
+        let over = risk.worst_total - plan.cost.expected_total;
+        let _ = writeln!(
+            out,
+            "  worst case: {} in \"{}\", {} {} the expected total",
+            money(risk.worst_total),
+            clean(&risk.worst_scenario),
+            money(over.abs()),
+            if over >= 0.0 { "above" } else { "below" }
+        );
+    }
+}
+
+/// The decisions as [`crate::policy::Decisions::report`] words them, labels coloured.
+fn gates(out: &mut String, plan: &Plan, style: Style) {
+    style.heading(out, "budget gates");
+    let g = &plan.gates;
+    for (label, set, c) in [
+        ("deny", &g.deny, AnsiColors::Red),
+        ("approval", &g.approval, AnsiColors::Yellow),
+        ("warn", &g.warn, AnsiColors::Yellow),
+    ] {
+        for d in set {
+            let _ = writeln!(
+                out,
+                "{}: [{}] {}\n  fix: {}",
+                style.paint(label, c),
+                clean(&d.rule),
+                clean(&d.message),
+                clean(&d.fix)
+            );
+        }
+    }
+    let _ = writeln!(out, "{}: {}", style.verdict(Verdict::of(g)), gate_counts(g));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_characters_are_escaped() {
+        assert_eq!(clean("a\u{1b}[31mb\nc"), "a\\u{1b}[31mb\\nc");
+        assert_eq!(clean("plain"), "plain");
+    }
+}

@@ -1,0 +1,471 @@
+//! The figures every plan renderer shows, derived once from a [`Plan`]: the verdict, the best
+//! baseline, term purchases, run peaks per pool, cost by month split by kind, quote ages. The
+//! terminal summary, the markdown comment and the charts format these; none of them recompute.
+//!
+//! Everything here tolerates any plan content: unparsable times, zero costs, empty lists,
+//! segments out of order. Nothing panics.
+
+use chrono::{DateTime, Datelike, Duration, Months, TimeZone, Utc};
+
+use super::terminal::thousands;
+use crate::plan::{Action, ActionKind, BaselineCost, KindCost, Plan};
+use crate::policy::Decisions;
+use crate::problem::Segment;
+
+/// What the gates said, in the words of [`Decisions::report`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    Denied,
+    NeedsApproval,
+    Allowed,
+}
+
+impl Verdict {
+    pub fn of(gates: &Decisions) -> Verdict {
+        if gates.is_denied() {
+            Verdict::Denied
+        } else if gates.needs_approval() {
+            Verdict::NeedsApproval
+        } else {
+            Verdict::Allowed
+        }
+    }
+
+    /// As [`Decisions::report`] words it.
+    pub fn sentence(self) -> &'static str {
+        match self {
+            Verdict::Denied => "plan denied",
+            Verdict::NeedsApproval => "plan allowed after approval",
+            Verdict::Allowed => "plan allowed",
+        }
+    }
+
+    /// A short title: `Denied`, `Needs approval`, `Allowed`.
+    pub fn title(self) -> &'static str {
+        match self {
+            Verdict::Denied => "Denied",
+            Verdict::NeedsApproval => "Needs approval",
+            Verdict::Allowed => "Allowed",
+        }
+    }
+}
+
+/// `1 deny, 0 approval, 2 warn`, the counts of [`Decisions::report`].
+pub fn gate_counts(gates: &Decisions) -> String {
+    format!(
+        "{} deny, {} approval, {} warn",
+        gates.deny.len(),
+        gates.approval.len(),
+        gates.warn.len()
+    )
+}
+
+/// Whole dollars with thousands separators: `$1,234,567`, `-$5`. Not-a-number prints as `?`.
+pub fn money(x: f64) -> String {
+    if !x.is_finite() {
+        return "?".into();
+    }
+    let rounded = x.round();
+    let sign = if rounded < 0.0 { "-" } else { "" };
+    // `as` saturates, so absurd amounts print as the largest u64 rather than panicking.
+    format!("{sign}${}", thousands(rounded.abs() as u64))
+}
+
+/// A percentage with one decimal: `12.3 %`; empty when the fraction is not a number.
+pub fn percent(fraction: f64) -> String {
+    if fraction.is_finite() {
+        format!("{:.1} %", fraction * 100.0)
+    } else {
+        String::new()
+    }
+}
+
+/// `part / whole`, or `None` when `whole` is zero (or either is not finite).
+pub fn share(part: f64, whole: f64) -> Option<f64> {
+    let s = part / whole;
+    (whole != 0.0 && s.is_finite()).then_some(s)
+}
+
+pub fn parse_time(s: &str) -> Option<DateTime<Utc>> {
+    DateTime::parse_from_rfc3339(s)
+        .ok()
+        .map(|t| t.with_timezone(&Utc))
+}
+
+/// `2027-01-18` at midnight, else `2027-01-18 11:30` (UTC); the text itself if it is not a time.
+pub fn short_time(s: &str) -> String {
+    match parse_time(s) {
+        Some(t) if t.format("%H:%M:%S").to_string() == "00:00:00" => {
+            t.format("%Y-%m-%d").to_string()
+        }
+        Some(t) => t.format("%Y-%m-%d %H:%M").to_string(),
+        None => s.to_string(),
+    }
+}
+
+/// How old a quote was when the plan was made: `55 min`, `7 h`, `19 d 6 h`.
+pub fn age(fetched_at: &str, created_at: &str) -> String {
+    let (Some(f), Some(c)) = (parse_time(fetched_at), parse_time(created_at)) else {
+        return "?".into();
+    };
+    let minutes = (c - f).num_minutes();
+    if minutes < 0 {
+        return "in the future".into();
+    }
+    match (minutes / (24 * 60), minutes / 60 % 24, minutes % 60) {
+        (0, 0, m) => format!("{m} min"),
+        (0, h, _) => format!("{h} h"),
+        (d, 0, _) => format!("{d} d"),
+        (d, h, _) => format!("{d} d {h} h"),
+    }
+}
+
+/// The horizon's first instant, when it parses.
+pub fn horizon_start(plan: &Plan) -> Option<DateTime<Utc>> {
+    parse_time(&plan.horizon.start)
+}
+
+/// What an action kind is called in prose.
+pub fn kind_label(kind: ActionKind) -> &'static str {
+    match kind {
+        ActionKind::PurchaseCapacityBlock => "capacity block",
+        ActionKind::Commit => "commitment",
+        ActionKind::Reserve => "reservation",
+        ActionKind::RunOnDemand => "on-demand",
+        ActionKind::RunSpot => "spot",
+        ActionKind::Release => "release",
+    }
+}
+
+/// `aws us-east-1a` (the zone when there is one, else the region).
+pub fn place(a: &Action) -> String {
+    match &a.zone {
+        Some(zone) => format!("{} {zone}", a.cloud),
+        None => format!("{} {}", a.cloud, a.region),
+    }
+}
+
+/// `p5.48xlarge × 8 = 64 GPUs`.
+pub fn size(a: &Action) -> String {
+    format!(
+        "{} × {} = {} GPUs",
+        a.instance_type,
+        thousands(a.instances.into()),
+        thousands(a.gpus.into())
+    )
+}
+
+/// `2027-01-18 → 2027-02-01`; releases have one time.
+pub fn window(a: &Action) -> String {
+    if a.kind == ActionKind::Release || a.start == a.end {
+        short_time(&a.start)
+    } else {
+        format!("{} → {}", short_time(&a.start), short_time(&a.end))
+    }
+}
+
+/// The actions that buy, reserve, commit or release: what someone must do, by start time.
+pub fn purchases(plan: &Plan) -> Vec<&Action> {
+    let mut out: Vec<&Action> = plan
+        .actions
+        .iter()
+        .filter(|a| a.kind.is_term() || a.kind == ActionKind::Release)
+        .collect();
+    out.sort_by(|a, b| (a.start_hour, &a.pool, &a.id).cmp(&(b.start_hour, &b.pool, &b.id)));
+    out
+}
+
+/// The on-demand and spot runs of one pool, summed up.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PoolRuns {
+    pub pool: String,
+    pub on_demand: RunTotals,
+    pub spot: RunTotals,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunTotals {
+    pub runs: usize,
+    /// Most instances running at once, and their GPUs.
+    pub peak_instances: u64,
+    pub peak_gpus: u64,
+    /// From the first start to the last end.
+    pub first_hour: Option<u32>,
+    pub last_hour: Option<u32>,
+    pub cost: f64,
+}
+
+/// Run actions per pool, pools in plan order (then any pool only actions name).
+pub fn runs_by_pool(plan: &Plan) -> Vec<PoolRuns> {
+    let mut pools: Vec<String> = plan.pools.iter().map(|p| p.id.clone()).collect();
+    for a in &plan.actions {
+        if !pools.contains(&a.pool) {
+            pools.push(a.pool.clone());
+        }
+    }
+    pools
+        .into_iter()
+        .filter_map(|pool| {
+            let totals = |kind| {
+                let runs: Vec<&Action> = plan
+                    .actions
+                    .iter()
+                    .filter(|a| a.pool == pool && a.kind == kind)
+                    .collect();
+                RunTotals {
+                    runs: runs.len(),
+                    peak_instances: peak(&runs, |a| a.instances.into()),
+                    peak_gpus: peak(&runs, |a| a.gpus.into()),
+                    first_hour: runs.iter().map(|a| a.start_hour).min(),
+                    last_hour: runs.iter().map(|a| a.end_hour).max(),
+                    cost: runs.iter().map(|a| a.cost).sum(),
+                }
+            };
+            let on_demand = totals(ActionKind::RunOnDemand);
+            let spot = totals(ActionKind::RunSpot);
+            (on_demand.runs + spot.runs > 0).then_some(PoolRuns {
+                pool,
+                on_demand,
+                spot,
+            })
+        })
+        .collect()
+}
+
+/// The largest sum of `value` over actions running at the same hour (`[start, end)`).
+fn peak(actions: &[&Action], value: impl Fn(&Action) -> u64) -> u64 {
+    // Ends sort before starts at the same hour: back-to-back runs do not overlap.
+    let mut events: Vec<(u32, bool, u64)> = actions
+        .iter()
+        .filter(|a| a.end_hour > a.start_hour)
+        .flat_map(|a| {
+            [
+                (a.start_hour, true, value(a)),
+                (a.end_hour, false, value(a)),
+            ]
+        })
+        .collect();
+    events.sort();
+    let (mut level, mut best) = (0u64, 0u64);
+    for (_, start, v) in events {
+        if start {
+            level = level.saturating_add(v);
+            best = best.max(level);
+        } else {
+            level = level.saturating_sub(v);
+        }
+    }
+    best
+}
+
+/// The kinds of cost, in the order tables and charts show them (term first).
+pub const KINDS: [(&str, fn(&KindCost) -> f64); 5] = [
+    ("capacity block", |k| k.capacity_block),
+    ("reservation", |k| k.reservation),
+    ("commitment", |k| k.commitment),
+    ("on-demand", |k| k.on_demand),
+    ("spot", |k| k.spot),
+];
+
+/// Whether a kind in [`KINDS`] is spent once bought.
+pub fn kind_is_irreversible(index: usize) -> bool {
+    index < 3
+}
+
+/// One month of `cost.by_month`, split by kind.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MonthKinds {
+    pub month: String,
+    /// The plan's figure, exact.
+    pub total: f64,
+    /// By [`KINDS`]: terms exactly (each purchase's cost spread over its active hours, as the
+    /// plan spreads it); on-demand and spot are estimated (see [`cost_by_month`]).
+    pub kinds: [f64; 5],
+}
+
+/// `cost.by_month` split by kind. The plan gives each month's expected total only; term cost per
+/// month follows from the purchase actions, and the rest of the month (the expected on-demand
+/// and spot cost) is split between on-demand and spot in proportion to that month's run actions
+/// in the actions scenario (or to the whole plan's on-demand and spot cost when a month has no
+/// runs). `None` when the horizon start does not parse (nothing can be placed in a month).
+pub fn cost_by_month(plan: &Plan) -> Option<Vec<MonthKinds>> {
+    let start = horizon_start(plan)?;
+    let mut months: Vec<MonthKinds> = plan
+        .cost
+        .by_month
+        .iter()
+        .map(|m| MonthKinds {
+            month: m.month.clone(),
+            total: m.expected,
+            kinds: [0.0; 5],
+        })
+        .collect();
+    // Run cost per month in the actions scenario, [on-demand, spot].
+    let mut runs: Vec<[f64; 2]> = vec![[0.0; 2]; months.len()];
+    for a in &plan.actions {
+        let slot = match a.kind {
+            ActionKind::PurchaseCapacityBlock => Slot::Kind(0),
+            ActionKind::Reserve => Slot::Kind(1),
+            ActionKind::Commit => Slot::Kind(2),
+            ActionKind::RunOnDemand => Slot::Run(0),
+            ActionKind::RunSpot => Slot::Run(1),
+            ActionKind::Release => continue,
+        };
+        // Terms longer than 20 years are cut there: no plan has months that far out.
+        let end = a.end_hour.min(a.start_hour.saturating_add(20 * 8784));
+        let length = f64::from(a.end_hour.saturating_sub(a.start_hour));
+        for (month, hours) in month_hours(start, a.start_hour, end) {
+            let Some(i) = months.iter().position(|m| m.month == month) else {
+                continue;
+            };
+            let part = a.cost * f64::from(hours) / length;
+            match slot {
+                Slot::Kind(k) => months[i].kinds[k] += part,
+                Slot::Run(k) => runs[i][k] += part,
+            }
+        }
+    }
+    let overall = [plan.cost.by_kind.on_demand, plan.cost.by_kind.spot];
+    for (m, run) in months.iter_mut().zip(runs) {
+        let term: f64 = m.kinds[..3].iter().sum();
+        let rest = (m.total - term).max(0.0);
+        let weights = if run[0] + run[1] > 0.0 { run } else { overall };
+        let sum = weights[0] + weights[1];
+        if sum > 0.0 {
+            m.kinds[3] = rest * weights[0] / sum;
+            m.kinds[4] = rest * weights[1] / sum;
+        } else {
+            m.kinds[3] = rest;
+        }
+    }
+    Some(months)
+}
+
+#[derive(Clone, Copy)]
+enum Slot {
+    Kind(usize),
+    Run(usize),
+}
+
+/// The calendar months (`YYYY-MM`, UTC) the hours `[from, to)` after `start` fall in, with how
+/// many hours in each.
+pub fn month_hours(start: DateTime<Utc>, from: u32, to: u32) -> Vec<(String, u32)> {
+    let mut out = Vec::new();
+    let at = |h: u32| start.checked_add_signed(Duration::hours(h.into()));
+    let (Some(mut t), Some(end)) = (at(from), at(to)) else {
+        return out;
+    };
+    while t < end {
+        let next = Utc
+            .with_ymd_and_hms(t.year(), t.month(), 1, 0, 0, 0)
+            .single()
+            .and_then(|m| m.checked_add_months(Months::new(1)));
+        let Some(next) = next else {
+            break;
+        };
+        let stop = next.min(end);
+        let hours = (stop - t).num_hours().clamp(0, u32::MAX.into()) as u32;
+        out.push((t.format("%Y-%m").to_string(), hours));
+        t = stop;
+    }
+    out
+}
+
+/// The cheapest baseline that can cover the demand: what the plan is best compared with.
+pub fn best_baseline(plan: &Plan) -> Option<&BaselineCost> {
+    plan.baselines
+        .iter()
+        .filter(|b| b.expected_total.is_some_and(f64::is_finite))
+        .min_by(|a, b| {
+            a.expected_total
+                .unwrap_or(f64::INFINITY)
+                .total_cmp(&b.expected_total.unwrap_or(f64::INFINITY))
+        })
+}
+
+/// A baseline's saving and its fraction, from the plan's figures when given, else computed.
+pub fn saving(plan: &Plan, b: &BaselineCost) -> Option<(f64, Option<f64>)> {
+    let total = b.expected_total?;
+    let saving = b.saving.unwrap_or(total - plan.cost.expected_total);
+    let fraction = b.saving_fraction.or_else(|| share(saving, total));
+    Some((saving, fraction))
+}
+
+/// `saves $128,215 (13.4 %)` or `costs $5 (0.1 %) more`.
+pub fn saving_phrase(saving: f64, fraction: Option<f64>) -> String {
+    let pct = fraction
+        .map(|f| format!(" ({})", percent(f.abs())))
+        .unwrap_or_default();
+    if saving >= 0.0 {
+        format!("saves {}{pct}", money(saving))
+    } else {
+        format!("costs {}{pct} more", money(-saving))
+    }
+}
+
+/// Value of segments at each hour of `hours`, summing overlaps; segments outside the range or
+/// backwards are clipped or skipped.
+pub fn hourly(hours: usize, segments: &[Segment]) -> Vec<u32> {
+    let mut v = vec![0u32; hours];
+    for s in segments {
+        let (a, b) = (s.0 as usize, (s.1 as usize).min(hours));
+        for x in v.iter_mut().take(b).skip(a) {
+            *x = x.saturating_add(s.2);
+        }
+    }
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn money_is_whole_dollars() {
+        assert_eq!(money(1_234_567.49), "$1,234,567");
+        assert_eq!(money(0.5), "$1");
+        assert_eq!(money(-1500.0), "-$1,500");
+        assert_eq!(money(-0.2), "$0");
+        assert_eq!(money(f64::NAN), "?");
+    }
+
+    #[test]
+    fn months_split_at_month_boundaries() {
+        let start = parse_time("2027-01-04T00:00:00Z").unwrap();
+        // 28 days left in January, then all of February.
+        assert_eq!(
+            month_hours(start, 0, 28 * 24 + 28 * 24 + 5),
+            [
+                ("2027-01".to_string(), 672),
+                ("2027-02".to_string(), 672),
+                ("2027-03".to_string(), 5)
+            ]
+        );
+        assert!(month_hours(start, 10, 10).is_empty());
+        assert!(month_hours(start, 10, 3).is_empty());
+    }
+
+    #[test]
+    fn ages_read_like_durations() {
+        let made = "2027-01-03T06:00:00Z";
+        assert_eq!(age("2027-01-03T05:05:00Z", made), "55 min");
+        assert_eq!(age("2027-01-02T23:00:00Z", made), "7 h");
+        assert_eq!(age("2026-12-15T00:00:00Z", made), "19 d 6 h");
+        assert_eq!(age("yesterday", made), "?");
+    }
+
+    #[test]
+    fn short_times_drop_midnight() {
+        assert_eq!(short_time("2027-01-18T00:00:00Z"), "2027-01-18");
+        assert_eq!(short_time("2027-01-18T11:30:00Z"), "2027-01-18 11:30");
+        assert_eq!(short_time("soon"), "soon");
+    }
+
+    #[test]
+    fn hourly_tolerates_odd_segments() {
+        assert_eq!(
+            hourly(4, &[Segment(1, 3, 2), Segment(2, 9, 1), Segment(3, 1, 5)]),
+            [0, 2, 3, 1]
+        );
+    }
+}
