@@ -77,6 +77,11 @@ fn code(s: &str) -> String {
 }
 
 fn code_span(s: &str, in_table: bool) -> String {
+    // A table cell needs `|` escaped even inside a code span, where a backslash cannot be
+    // escaped: a name with a backslash before a pipe would end the cell. Such names are text.
+    if in_table && s.contains('\\') {
+        return text(s);
+    }
     let s: String = s
         .chars()
         .filter_map(|c| match c {
@@ -102,6 +107,10 @@ fn code_span(s: &str, in_table: bool) -> String {
 
 fn dollars(x: f64) -> String {
     text(&money(x))
+}
+
+fn dollars_or_dash(x: f64) -> String {
+    text(&plan_view::money_or_dash(x))
 }
 
 /// `$98.32`: unit prices keep their cents.
@@ -173,6 +182,15 @@ impl MdTable {
     }
 }
 
+/// `capacity block` → `Capacity block`.
+fn capitalized(s: &str) -> String {
+    let mut chars = s.chars();
+    chars
+        .next()
+        .map(|c| c.to_uppercase().chain(chars).collect())
+        .unwrap_or_default()
+}
+
 fn heading(md: &mut String, title: &str) {
     let _ = write!(md, "\n### {title}\n\n");
 }
@@ -219,7 +237,7 @@ fn headline(md: &mut String, plan: &Plan) {
         text(&short_time(&plan.created_at)),
         text(&plan.solution.status),
     );
-    let mut t = MdTable::new(&[("", L), ("", R)]);
+    let mut t = MdTable::new(&[("Summary", L), ("", R)]);
     t.row(vec![
         "Expected total".into(),
         format!("**{}**", dollars(plan.cost.expected_total)),
@@ -325,11 +343,7 @@ fn buy(md: &mut String, plan: &Plan) {
         if r.runs == 0 {
             "—".to_string()
         } else {
-            format!(
-                "{} instances ({} GPUs)",
-                thousands(r.peak_instances),
-                thousands(r.peak_gpus)
-            )
+            plan_view::instances(r.peak_instances, r.peak_gpus)
         }
     };
     let mut t = MdTable::new(&[
@@ -343,9 +357,9 @@ fn buy(md: &mut String, plan: &Plan) {
         t.row(vec![
             code_cell(&p.pool),
             peak(&p.on_demand),
-            dollars(p.on_demand.cost),
+            dollars_or_dash(p.on_demand.cost),
             peak(&p.spot),
-            dollars(p.spot.cost),
+            dollars_or_dash(p.spot.cost),
         ]);
     }
     t.write(md);
@@ -387,13 +401,14 @@ fn cost(md: &mut String, plan: &Plan) {
     let shown: Vec<usize> = (0..KINDS.len())
         .filter(|&k| months.iter().any(|m| m.kinds[k].abs() >= 0.5))
         .collect();
+    let names: Vec<String> = shown.iter().map(|&k| capitalized(KINDS[k].0)).collect();
     let mut header = vec![("Month", L)];
-    header.extend(shown.iter().map(|&k| (KINDS[k].0, R)));
+    header.extend(names.iter().map(|n| (n.as_str(), R)));
     header.push(("Total", R));
     let mut t = MdTable::new(&header);
     for m in &months {
         let mut row = vec![text(&m.month)];
-        row.extend(shown.iter().map(|&k| dollars(m.kinds[k])));
+        row.extend(shown.iter().map(|&k| dollars_or_dash(m.kinds[k])));
         row.push(dollars(m.total));
         t.row(row);
     }

@@ -346,6 +346,54 @@ where
     Ok(())
 }
 
+/// The cost chart's data: per month, one value per shown kind, bottom to top.
+struct Bars {
+    months: Vec<String>,
+    names: Vec<&'static str>,
+    colors: Vec<RGBColor>,
+    values: Vec<Vec<f64>>,
+    caption: String,
+}
+
+impl Bars {
+    /// By kind when the months can be split, else the monthly totals alone.
+    fn of(plan: &Plan) -> Bars {
+        match plan_view::cost_by_month(plan) {
+            Some(m) => {
+                let shown: Vec<usize> = (0..KINDS.len())
+                    .filter(|&k| m.iter().any(|x| x.kinds[k] > 0.0))
+                    .collect();
+                Bars {
+                    months: m.iter().map(|x| label(&x.month)).collect(),
+                    names: shown.iter().map(|&k| KINDS[k].0).collect(),
+                    colors: shown.iter().map(|&k| KIND_COLORS[k]).collect(),
+                    values: m
+                        .iter()
+                        .map(|x| shown.iter().map(|&k| x.kinds[k].max(0.0)).collect())
+                        .collect(),
+                    caption: format!(
+                        "Expected cost per month by kind, USD (on-demand and spot split \
+                         estimated from scenario \"{}\")",
+                        label(&plan.actions_scenario)
+                    ),
+                }
+            }
+            None => Bars {
+                months: plan.cost.by_month.iter().map(|m| label(&m.month)).collect(),
+                names: vec!["expected"],
+                colors: vec![TERM],
+                values: plan
+                    .cost
+                    .by_month
+                    .iter()
+                    .map(|m| vec![m.expected.max(0.0)])
+                    .collect(),
+                caption: "Expected cost per month, USD".into(),
+            },
+        }
+    }
+}
+
 struct CostByMonth<'a> {
     plan: &'a Plan,
 }
@@ -361,44 +409,15 @@ impl Picture for CostByMonth<'_> {
     {
         root.fill(&WHITE).map_err(draw_err)?;
         let plan = self.plan;
-        // Each month's bars, bottom to top: (label, colour, value) per kind.
-        let (months, names, colors, values, caption): (
-            Vec<String>,
-            Vec<&str>,
-            Vec<RGBColor>,
-            Vec<Vec<f64>>,
-            String,
-        ) = match plan_view::cost_by_month(plan) {
-            Some(m) => {
-                let shown: Vec<usize> = (0..KINDS.len())
-                    .filter(|&k| m.iter().any(|x| x.kinds[k] > 0.0))
-                    .collect();
-                (
-                    m.iter().map(|x| label(&x.month)).collect(),
-                    shown.iter().map(|&k| KINDS[k].0).collect(),
-                    shown.iter().map(|&k| KIND_COLORS[k]).collect(),
-                    m.iter()
-                        .map(|x| shown.iter().map(|&k| x.kinds[k].max(0.0)).collect())
-                        .collect(),
-                    format!(
-                        "Expected cost per month by kind, USD (on-demand and spot split estimated from scenario \"{}\")",
-                        label(&plan.actions_scenario)
-                    ),
-                )
-            }
-            None => (
-                plan.cost.by_month.iter().map(|m| label(&m.month)).collect(),
-                vec!["expected"],
-                vec![TERM],
-                plan.cost
-                    .by_month
-                    .iter()
-                    .map(|m| vec![m.expected.max(0.0)])
-                    .collect(),
-                "Expected cost per month, USD".to_string(),
-            ),
-        };
-        let n = months.len().max(1) as u32;
+        let Bars {
+            months,
+            names,
+            colors,
+            values,
+            caption,
+        } = Bars::of(plan);
+        // Integer ranges are inclusive in plotters: `0..=last` is one segment per month.
+        let last = months.len().saturating_sub(1) as u32;
         let peak = values
             .iter()
             .map(|v| v.iter().sum::<f64>())
@@ -410,7 +429,7 @@ impl Picture for CostByMonth<'_> {
             .margin(12)
             .x_label_area_size(44)
             .y_label_area_size(72)
-            .build_cartesian_2d((0u32..n).into_segmented(), 0f64..peak * 1.3)
+            .build_cartesian_2d((0u32..last).into_segmented(), 0f64..peak * 1.3)
             .map_err(draw_err)?;
         let month_of = |v: &SegmentValue<u32>| match v {
             SegmentValue::CenterOf(i) | SegmentValue::Exact(i) => {

@@ -9,7 +9,7 @@ use owo_colors::{AnsiColors, OwoColorize};
 
 use super::plan_view::{
     self, KINDS, Verdict, best_baseline, gate_counts, kind_is_irreversible, kind_label, money,
-    percent, purchases, runs_by_pool, saving, saving_phrase, share, short_time,
+    money_or_dash, percent, purchases, runs_by_pool, saving, saving_phrase, share, short_time,
 };
 use super::terminal::thousands;
 use crate::plan::Plan;
@@ -80,10 +80,16 @@ fn clean(s: &str) -> String {
     }
 }
 
+/// A table whose columns named `>name` are right-aligned, header included.
 fn table(header: &[&str]) -> Table {
     let mut t = Table::new();
     t.load_preset(UTF8_BORDERS_ONLY);
-    t.set_header(header.iter().map(Cell::new));
+    t.set_header(header.iter().map(|h| Cell::new(h.trim_start_matches('>'))));
+    for (i, h) in header.iter().enumerate() {
+        if let (true, Some(c)) = (h.starts_with('>'), t.column_mut(i)) {
+            c.set_cell_alignment(CellAlignment::Right);
+        }
+    }
     t
 }
 
@@ -95,7 +101,7 @@ fn text(s: &str) -> Cell {
     Cell::new(clean(s))
 }
 
-fn push_table(out: &mut String, t: &Table) {
+fn push_table(out: &mut String, t: &mut Table) {
     let _ = writeln!(out, "{t}");
 }
 
@@ -163,7 +169,7 @@ fn buy(out: &mut String, plan: &Plan, style: Style) {
         "instances",
         "when",
         "act by",
-        "cost",
+        ">cost",
         "irreversible",
     ]);
     for a in actions {
@@ -178,7 +184,7 @@ fn buy(out: &mut String, plan: &Plan, style: Style) {
             Cell::new(if a.irreversible { "yes" } else { "no" }),
         ]);
     }
-    push_table(out, &t);
+    push_table(out, &mut t);
 }
 
 fn runs(out: &mut String, plan: &Plan, style: Style) {
@@ -195,38 +201,34 @@ fn runs(out: &mut String, plan: &Plan, style: Style) {
     );
     let mut t = table(&[
         "pool",
-        "on-demand peak",
-        "on-demand cost",
-        "spot peak",
-        "spot cost",
+        ">on-demand peak",
+        ">on-demand cost",
+        ">spot peak",
+        ">spot cost",
     ]);
     let peak = |r: &plan_view::RunTotals| {
         if r.runs == 0 {
             "—".to_string()
         } else {
-            format!(
-                "{} instances ({} GPUs)",
-                thousands(r.peak_instances),
-                thousands(r.peak_gpus)
-            )
+            plan_view::instances(r.peak_instances, r.peak_gpus)
         }
     };
     for p in pools {
         t.add_row(vec![
             text(&p.pool),
             right(peak(&p.on_demand)),
-            right(money(p.on_demand.cost)),
+            right(money_or_dash(p.on_demand.cost)),
             right(peak(&p.spot)),
-            right(money(p.spot.cost)),
+            right(money_or_dash(p.spot.cost)),
         ]);
     }
-    push_table(out, &t);
+    push_table(out, &mut t);
 }
 
 fn cost_by_kind(out: &mut String, plan: &Plan, style: Style) {
     style.heading(out, "cost by kind (expected over scenarios)");
     let total = plan.cost.expected_total;
-    let mut t = table(&["kind", "expected", "share", "irreversible"]);
+    let mut t = table(&["kind", ">expected", ">share", "irreversible"]);
     for (i, (name, get)) in KINDS.iter().enumerate() {
         let cost = get(&plan.cost.by_kind);
         if cost == 0.0 {
@@ -245,7 +247,7 @@ fn cost_by_kind(out: &mut String, plan: &Plan, style: Style) {
         right(""),
         Cell::new(""),
     ]);
-    push_table(out, &t);
+    push_table(out, &mut t);
 }
 
 fn cost_by_month(out: &mut String, plan: &Plan, style: Style) {
@@ -255,27 +257,28 @@ fn cost_by_month(out: &mut String, plan: &Plan, style: Style) {
         return;
     }
     let Some(months) = plan_view::cost_by_month(plan) else {
-        let mut t = table(&["month", "expected"]);
+        let mut t = table(&["month", ">expected"]);
         for m in &plan.cost.by_month {
             t.add_row(vec![text(&m.month), right(money(m.expected))]);
         }
-        push_table(out, &t);
+        push_table(out, &mut t);
         return;
     };
     let shown: Vec<usize> = (0..KINDS.len())
         .filter(|&k| months.iter().any(|m| m.kinds[k].abs() >= 0.5))
         .collect();
+    let names: Vec<String> = shown.iter().map(|&k| format!(">{}", KINDS[k].0)).collect();
     let mut header = vec!["month"];
-    header.extend(shown.iter().map(|&k| KINDS[k].0));
-    header.push("total");
+    header.extend(names.iter().map(String::as_str));
+    header.push(">total");
     let mut t = table(&header);
     for m in &months {
         let mut row = vec![text(&m.month)];
-        row.extend(shown.iter().map(|&k| right(money(m.kinds[k]))));
+        row.extend(shown.iter().map(|&k| right(money_or_dash(m.kinds[k]))));
         row.push(right(money(m.total)));
         t.add_row(row);
     }
-    push_table(out, &t);
+    push_table(out, &mut t);
     if shown.iter().any(|&k| k >= 3) {
         let _ = writeln!(
             out,
@@ -291,24 +294,23 @@ fn baselines(out: &mut String, plan: &Plan, style: Style) {
         out.push_str("  no baselines in the plan\n");
         return;
     }
-    let mut t = table(&["strategy", "expected", "this plan", "", "what it means"]);
+    let mut t = table(&[
+        "strategy",
+        ">expected",
+        ">this plan saves",
+        ">saving",
+        "what it means",
+    ]);
     for b in &plan.baselines {
         let (cost, phrase, pct) = match (b.expected_total, saving(plan, b)) {
-            (Some(total), Some((amount, fraction))) => {
-                let phrase = if amount >= 0.0 {
-                    format!("saves {}", money(amount))
-                } else {
-                    format!("costs {} more", money(-amount))
-                };
-                (
-                    money(total),
-                    phrase,
-                    fraction.map(percent).unwrap_or_default(),
-                )
-            }
+            (Some(total), Some((amount, fraction))) => (
+                money(total),
+                money(amount),
+                fraction.map(percent).unwrap_or_default(),
+            ),
             _ => (
                 "cannot cover the demand".to_string(),
-                String::new(),
+                "—".to_string(),
                 String::new(),
             ),
         };
@@ -320,7 +322,7 @@ fn baselines(out: &mut String, plan: &Plan, style: Style) {
             text(&b.description),
         ]);
     }
-    push_table(out, &t);
+    push_table(out, &mut t);
 }
 
 fn risk(out: &mut String, plan: &Plan, style: Style) {
@@ -343,12 +345,12 @@ fn risk(out: &mut String, plan: &Plan, style: Style) {
     }
     let mut t = table(&[
         "scenario",
-        "probability",
-        "on-demand",
-        "spot",
-        "total",
-        "idle term GPU-h",
-        "idle term cost",
+        ">probability",
+        ">on-demand",
+        ">spot",
+        ">total",
+        ">idle term GPU-h",
+        ">idle term cost",
     ]);
     for name in names {
         let cost = plan.cost.by_scenario.iter().find(|s| s.name == name);
@@ -376,7 +378,7 @@ fn risk(out: &mut String, plan: &Plan, style: Style) {
             right(money_or_dash(stranded.map(|s| s.cost))),
         ]);
     }
-    push_table(out, &t);
+    push_table(out, &mut t);
     if !risk.worst_scenario.is_empty() {
         let over = risk.worst_total - plan.cost.expected_total;
         let _ = writeln!(

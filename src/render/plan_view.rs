@@ -164,6 +164,25 @@ pub fn window(a: &Action) -> String {
     }
 }
 
+/// `1 instance (8 GPUs)`, `4 instances (32 GPUs)`.
+pub fn instances(instances: u64, gpus: u64) -> String {
+    let s = if instances == 1 { "" } else { "s" };
+    format!(
+        "{} instance{s} ({} GPUs)",
+        thousands(instances),
+        thousands(gpus)
+    )
+}
+
+/// A cost in a breakdown: whole dollars, or an em dash where there is none.
+pub fn money_or_dash(x: f64) -> String {
+    if x.abs() < 0.5 {
+        "—".into()
+    } else {
+        money(x)
+    }
+}
+
 /// The actions that buy, reserve, commit or release: what someone must do, by start time.
 pub fn purchases(plan: &Plan) -> Vec<&Action> {
     let mut out: Vec<&Action> = plan
@@ -258,8 +277,11 @@ fn peak(actions: &[&Action], value: impl Fn(&Action) -> u64) -> u64 {
     best
 }
 
+/// Reads one kind's cost.
+pub type KindField = fn(&KindCost) -> f64;
+
 /// The kinds of cost, in the order tables and charts show them (term first).
-pub const KINDS: [(&str, fn(&KindCost) -> f64); 5] = [
+pub const KINDS: [(&str, KindField); 5] = [
     ("capacity block", |k| k.capacity_block),
     ("reservation", |k| k.reservation),
     ("commitment", |k| k.commitment),

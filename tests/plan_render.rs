@@ -1,0 +1,414 @@
+//! The plan renderers on plan documents: the fixtures add up, the terminal summary and markdown
+//! match their snapshots, the markdown parses into well-formed tables with no HTML from names,
+//! charts are valid SVG with their legends, and hostile or empty plans render without panics.
+//!
+//! To snapshot another plan (e.g. one `gpucap plan -o` wrote), put it in
+//! `tests/fixtures/plans/<name>.json` and add `<name>` to [`PLANS`].
+
+use std::path::{Path, PathBuf};
+
+use gpucap::plan::{PLAN_SCHEMA, Plan};
+use gpucap::render::markdown::markdown;
+use gpucap::render::plan_chart::{
+    PlanChartError, write_capacity_chart, write_charts, write_cost_chart,
+};
+use gpucap::render::plan_summary::summary;
+use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
+
+const PLANS: &[&str] = &["render-sample"];
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/plans")
+        .join(format!("{name}.json"))
+}
+
+fn load(name: &str) -> Plan {
+    let text = std::fs::read_to_string(fixture(name)).unwrap();
+    let de = &mut serde_json::Deserializer::from_str(&text);
+    serde_path_to_error::deserialize(de)
+        .unwrap_or_else(|e| panic!("{name}.json is not a gpucap::plan::Plan: {e}"))
+}
+
+fn close(a: f64, b: f64, what: &str, name: &str) {
+    assert!(
+        (a - b).abs() <= 1.0,
+        "{name}: {what}: {a} vs {b} (off by {})",
+        a - b
+    );
+}
+
+#[test]
+fn fixture_plans_deserialize_and_add_up() {
+    for &name in PLANS {
+        let plan = load(name);
+        let c = &plan.cost;
+        assert_eq!(plan.schema, PLAN_SCHEMA, "{name}");
+        let k = &c.by_kind;
+        let kinds = k.on_demand + k.spot + k.capacity_block + k.reservation + k.commitment;
+        close(kinds, c.expected_total, "by_kind sum", name);
+        close(
+            k.capacity_block + k.reservation + k.commitment,
+            c.irreversible,
+            "term kinds vs irreversible",
+            name,
+        );
+        let months: f64 = c.by_month.iter().map(|m| m.expected).sum();
+        close(months, c.expected_total, "by_month sum", name);
+        let pools: f64 = c.by_pool.iter().map(|p| p.expected).sum();
+        close(pools, c.expected_total, "by_pool sum", name);
+        let teams: f64 = c.by_team.iter().map(|t| t.expected).sum();
+        close(teams, c.expected_total, "by_team sum", name);
+        let p: f64 = c.by_scenario.iter().map(|s| s.probability).sum();
+        assert!((p - 1.0).abs() < 1e-9, "{name}: probabilities sum to {p}");
+        let weighted: f64 = c.by_scenario.iter().map(|s| s.probability * s.total).sum();
+        close(
+            weighted,
+            c.expected_total,
+            "probability-weighted scenarios",
+            name,
+        );
+        let irreversible: f64 = plan
+            .actions
+            .iter()
+            .filter(|a| a.irreversible)
+            .map(|a| a.cost)
+            .sum();
+        close(irreversible, c.irreversible, "irreversible actions", name);
+        let worst = c
+            .by_scenario
+            .iter()
+            .max_by(|a, b| a.total.total_cmp(&b.total))
+            .unwrap();
+        assert_eq!(worst.name, plan.risk.worst_scenario, "{name}");
+        close(worst.total, plan.risk.worst_total, "worst total", name);
+        for b in &plan.baselines {
+            if let Some(total) = b.expected_total {
+                let saving = b.saving.unwrap();
+                close(saving, total - c.expected_total, "baseline saving", name);
+                assert!((b.saving_fraction.unwrap() - saving / total).abs() < 1e-3);
+            }
+        }
+        let start = chrono::DateTime::parse_from_rfc3339(&plan.horizon.start).unwrap();
+        for a in &plan.actions {
+            let at = |h: u32| {
+                (start + chrono::Duration::hours(h.into()))
+                    .to_utc()
+                    .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+            };
+            assert_eq!(at(a.start_hour), a.start, "{name}: {}", a.id);
+            assert_eq!(at(a.end_hour), a.end, "{name}: {}", a.id);
+        }
+        // The planned capacity covers the demand in the scenario the runs follow.
+        let hours = plan.horizon.hours as usize;
+        let h = |s: &[gpucap::problem::Segment]| gpucap::demand::hourly(hours as u32, s);
+        for pool in &plan.pools {
+            let (firm, flex) = (h(&pool.demand_firm), h(&pool.demand_flex));
+            let (e, t, o, s) = (
+                h(&pool.existing),
+                h(&pool.term),
+                h(&pool.on_demand),
+                h(&pool.spot),
+            );
+            for i in 0..hours {
+                assert!(
+                    e[i] + t[i] + o[i] + s[i] >= firm[i] + flex[i],
+                    "{name}: pool {} short at hour {i}",
+                    pool.id
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn terminal_summaries_match_snapshots() {
+    for &name in PLANS {
+        let plan = load(name);
+        let text = summary(&plan, false);
+        assert!(
+            text.contains(&plan.gates.report()),
+            "gate wording follows Decisions::report"
+        );
+        insta::assert_snapshot!(format!("summary-{name}"), text);
+    }
+}
+
+#[test]
+fn markdown_matches_snapshots_and_parses() {
+    for &name in PLANS {
+        let plan = load(name);
+        let md = markdown(&plan);
+        check_markdown(&md);
+        insta::assert_snapshot!(format!("markdown-{name}"), md);
+    }
+}
+
+/// Everything a pull-request comment needs to render as meant.
+fn check_markdown(md: &str) {
+    assert!(md.ends_with('\n') && !md.ends_with("\n\n"));
+    for (i, line) in md.lines().enumerate() {
+        assert_eq!(
+            line,
+            line.trim_end(),
+            "trailing whitespace on line {}",
+            i + 1
+        );
+    }
+    // Every table row has the header's cells, counting unescaped pipes as GFM splits rows.
+    let lines: Vec<&str> = md.lines().collect();
+    let cells = |l: &str| {
+        let mut n = 0;
+        let mut chars = l.chars();
+        while let Some(c) = chars.next() {
+            match c {
+                '\\' => {
+                    chars.next();
+                }
+                '|' => n += 1,
+                _ => {}
+            }
+        }
+        n
+    };
+    let mut i = 0;
+    while i < lines.len() {
+        if lines[i].starts_with('|') {
+            assert!(
+                i == 0 || lines[i - 1].is_empty(),
+                "no blank line before the table at line {}",
+                i + 1
+            );
+            let width = cells(lines[i]);
+            while i < lines.len() && lines[i].starts_with('|') {
+                assert_eq!(cells(lines[i]), width, "line {}: {}", i + 1, lines[i]);
+                i += 1;
+            }
+            assert!(
+                i == lines.len() || lines[i].is_empty(),
+                "no blank line after the table ending at line {i}"
+            );
+        }
+        i += 1;
+    }
+    // The parser sees the same tables, and the only HTML is the details blocks.
+    let mut in_cell = false;
+    let (mut header, mut row) = (0usize, 0usize);
+    let mut html = String::new();
+    for event in Parser::new_ext(md, Options::ENABLE_TABLES) {
+        match event {
+            Event::Start(Tag::Table(align)) => header = align.len(),
+            Event::Start(Tag::TableRow) | Event::Start(Tag::TableHead) => row = 0,
+            Event::Start(Tag::TableCell) => {
+                in_cell = true;
+                row += 1;
+            }
+            Event::End(TagEnd::TableCell) => in_cell = false,
+            Event::End(TagEnd::TableRow) | Event::End(TagEnd::TableHead) => {
+                assert_eq!(row, header, "a row with {row} cells under {header} columns")
+            }
+            Event::InlineHtml(h) => panic!("inline HTML {h:?} in the markdown"),
+            Event::Html(h) => {
+                assert!(!in_cell);
+                html.push_str(&h);
+            }
+            _ => {}
+        }
+    }
+    let rest = regex_free_strip(&html);
+    assert!(!rest.contains('<'), "unexpected HTML: {rest}");
+}
+
+/// The HTML blocks less the `<details>` and `<summary>` tags gpucap writes.
+fn regex_free_strip(html: &str) -> String {
+    html.replace("<details>", "")
+        .replace("</details>", "")
+        .replace("<summary>", "")
+        .replace("</summary>", "")
+}
+
+/// Text and code as a reader sees them, one string.
+fn visible_text(md: &str) -> String {
+    Parser::new_ext(md, Options::ENABLE_TABLES)
+        .filter_map(|e| match e {
+            Event::Text(t) | Event::Code(t) => Some(t.to_string()),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("")
+}
+
+const HOSTILE: &str = "h100|<img src=x onerror=alert(1)>\n| a | b |`tick` **bold** [x](javascript:y) </details> \\| $1 and $2 \u{1b}[31m";
+
+fn hostile_plan() -> Plan {
+    let mut plan = load("render-sample");
+    let old = plan.pools[0].id.clone();
+    plan.pools[0].id = HOSTILE.to_string();
+    for a in plan.actions.iter_mut().filter(|a| a.pool == old) {
+        a.pool = HOSTILE.to_string();
+        a.campaigns.push(format!("<script>{HOSTILE}"));
+    }
+    plan.cost.by_pool[0].pool = HOSTILE.to_string();
+    plan.cost.by_team[0].team = Some("@org/team-\n# heading".into());
+    plan.actions_scenario = "base`|".into();
+    plan.baselines[0].name = "- [ ] item".into();
+    plan.assumptions
+        .push("# not a heading\n- nor a list | nor a cell".into());
+    plan.assumptions.push("2027. not an ordered list".into());
+    plan.gates.deny[0].message = format!("over budget in {HOSTILE}");
+    plan.gates.deny[0].fix = "</details><details open>".into();
+    plan.quotes[0].origin = "<a href=x>click</a>".into();
+    plan.fingerprint.inputs[0].name = "../../etc/passwd``".into();
+    plan
+}
+
+#[test]
+fn hostile_names_do_not_break_the_markdown() {
+    let plan = hostile_plan();
+    let md = markdown(&plan);
+    check_markdown(&md);
+    let seen = visible_text(&md);
+    let flat = HOSTILE.replace('\n', " ").replace('\u{1b}', "");
+    assert!(seen.contains(&flat), "the name reads as written:\n{seen}");
+    assert!(seen.contains("# not a heading - nor a list | nor a cell"));
+    assert!(seen.contains("2027. not an ordered list"));
+    assert!(seen.contains("</details><details open>"));
+}
+
+#[test]
+fn hostile_names_do_not_reach_the_terminal_raw() {
+    let text = summary(&hostile_plan(), false);
+    assert!(
+        !text.contains('\u{1b}'),
+        "escape sequences are shown escaped"
+    );
+    assert!(text.contains("\\u{1b}[31m"));
+    let colored = summary(&hostile_plan(), true);
+    assert!(colored.contains("\u{1b}[1m"), "colour when asked");
+}
+
+fn minimal_plan() -> Plan {
+    serde_json::from_value(serde_json::json!({
+        "schema": "gpucap.plan/v1",
+        "created_at": "not a time",
+        "horizon": {"start": "?", "end": "?", "hours": 0},
+        "fingerprint": {"digest": "", "inputs": []},
+        "solution": {"status": "optimal", "expected_cost": 0.0, "bound": 0.0, "term_cost": 0.0},
+        "cost": {"expected_total": 0.0, "irreversible": 0.0, "by_scenario": [],
+                 "by_month": [{"month": "2027-01", "expected": 0.0}], "by_pool": [], "by_team": [],
+                 "by_kind": {"on_demand": 0.0, "spot": 0.0, "capacity_block": 0.0,
+                             "reservation": 0.0, "commitment": 0.0}},
+        "baselines": [{"name": "all-on-demand", "description": "", "expected_total": 0.0,
+                       "saving": null, "saving_fraction": null}],
+        "risk": {"worst_scenario": "", "worst_total": 0.0, "stranded": []},
+        "actions_scenario": "",
+        "actions": [],
+        "pools": [{"id": "", "accelerator": "", "clouds": [], "regions": [],
+                   "demand_firm": [[5, 2, 1]], "demand_flex": [], "term": [],
+                   "on_demand": [[0, 4000000000u32, 4000000000u32]], "spot": [], "existing": []}],
+        "campaigns": [],
+        "quotes": [],
+        "assumptions": []
+    }))
+    .unwrap()
+}
+
+#[test]
+fn empty_and_odd_plans_render_without_panics() {
+    let plan = minimal_plan();
+    let text = summary(&plan, true);
+    assert!(text.contains("nothing to buy"), "{text}");
+    let md = markdown(&plan);
+    check_markdown(&md);
+    assert!(md.starts_with("## gpucap plan: **Allowed**"), "{md}");
+    let dir = tempfile::tempdir().unwrap();
+    let files = write_charts(&plan, dir.path()).unwrap();
+    assert_eq!(files.len(), 2);
+    for f in files {
+        roxmltree::Document::parse(&std::fs::read_to_string(f).unwrap()).unwrap();
+    }
+    write_capacity_chart(&plan, None, &dir.path().join("all.png")).unwrap();
+}
+
+fn svg_texts(path: &Path) -> Vec<String> {
+    let svg = std::fs::read_to_string(path).unwrap();
+    let doc = roxmltree::Document::parse(&svg)
+        .unwrap_or_else(|e| panic!("{} is not XML: {e}", path.display()));
+    assert_eq!(doc.root_element().tag_name().name(), "svg");
+    doc.descendants()
+        .filter(|n| n.has_tag_name("text"))
+        .filter_map(|n| n.text().map(|t| t.trim().to_string()))
+        .collect()
+}
+
+#[test]
+fn charts_are_valid_svg_with_legends() {
+    let plan = load("render-sample");
+    let dir = tempfile::tempdir().unwrap();
+    // GPUCAP_CHART_DIR=... keeps the charts for looking at.
+    let keep = std::env::var_os("GPUCAP_CHART_DIR").map(PathBuf::from);
+    let out = keep.as_deref().unwrap_or(dir.path());
+    let files = write_charts(&plan, out).unwrap();
+    let names: Vec<String> = files
+        .iter()
+        .map(|f| f.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "capacity-h100-us.svg",
+            "capacity-a100-us.svg",
+            "cost-by-month.svg"
+        ]
+    );
+    let h100 = svg_texts(&files[0]);
+    for label in [
+        "existing",
+        "term (blocks, reservations, commitments)",
+        "on-demand",
+        "spot",
+        "demand (firm + flex)",
+        "firm demand",
+        "GPUs",
+        "date (UTC)",
+        "Jan 04",
+        "Mar 28",
+    ] {
+        assert!(h100.iter().any(|t| t == label), "{label} in {h100:?}");
+    }
+    let cost = svg_texts(&files[2]);
+    for label in [
+        "capacity block",
+        "commitment",
+        "on-demand",
+        "spot",
+        "2027-02",
+        "$398,616",
+    ] {
+        assert!(cost.iter().any(|t| t == label), "{label} in {cost:?}");
+    }
+    let png = out.join("capacity-all.png");
+    write_capacity_chart(&plan, None, &png).unwrap();
+    assert!(std::fs::read(&png).unwrap().starts_with(b"\x89PNG"));
+    write_cost_chart(&plan, &out.join("cost-by-month.png")).unwrap();
+    assert!(matches!(
+        write_capacity_chart(&plan, Some("nope"), &dir.path().join("x.svg")),
+        Err(PlanChartError::UnknownPool(_))
+    ));
+    assert!(matches!(
+        write_cost_chart(&plan, &dir.path().join("x.pdf")),
+        Err(PlanChartError::Format(_))
+    ));
+}
+
+#[test]
+fn hostile_pool_ids_make_safe_file_names_and_valid_svg() {
+    let mut plan = hostile_plan();
+    plan.pools[1].id = "../../escape".into();
+    let dir = tempfile::tempdir().unwrap();
+    let files = write_charts(&plan, dir.path()).unwrap();
+    for f in &files {
+        assert_eq!(f.parent(), Some(dir.path()), "{}", f.display());
+        svg_texts(f);
+    }
+}
