@@ -20,6 +20,9 @@ pub mod exit {
     pub const ERROR: u8 = 1;
     /// Bad input: a malformed config, calendar, forecast, problem or plan.
     pub const INVALID_INPUT: u8 = 2;
+    /// `gpucap plan --detailed-exitcode`: the plan has actions (with that flag, every error
+    /// exits 1, as Terraform's `-detailed-exitcode` does).
+    pub const CHANGES: u8 = 2;
     /// The budget gates denied the plan.
     pub const DENIED: u8 = 3;
 }
@@ -100,6 +103,8 @@ pub enum Command {
     Solve(commands::solve::SolveArgs),
     /// Test the budget-gate policies, or evaluate them on a plan.
     Policy(commands::policy::PolicyArgs),
+    /// Plan: demand and prices in, a gated plan of dated actions out (like `terraform plan`).
+    Plan(commands::plan::PlanArgs),
     /// Write the Terraform (or Pulumi) that carries out a plan's actions due now.
     Generate(commands::generate::GenerateArgs),
 }
@@ -107,17 +112,37 @@ pub enum Command {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging(&cli.global);
+    let mut errors_exit_1 = false;
     let result = match cli.command {
         Command::Init(args) => commands::init::run(&cli.global, args),
         Command::Demand(args) => commands::demand::run(&cli.global, args),
         Command::Prices(args) => commands::prices::run(&cli.global, args),
         Command::Solve(args) => commands::solve::run(&cli.global, args),
         Command::Policy(args) => commands::policy::run(&cli.global, args),
+        Command::Plan(args) => {
+            errors_exit_1 = args.detailed_exitcode;
+            commands::plan::run(&cli.global, args)
+        }
         Command::Generate(args) => commands::generate::run(&cli.global, args),
     };
     match result {
         Ok(Outcome(code)) => ExitCode::from(code),
+        Err(err) if errors_exit_1 => {
+            report(&err);
+            ExitCode::from(exit::ERROR)
+        }
         Err(err) => report(&err),
+    }
+}
+
+/// Writes a command's result on stdout. A closed pipe (`gpucap plan | head`) is not an error:
+/// the reader has what it wanted.
+pub fn stdout(text: &str) -> anyhow::Result<()> {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(()),
     }
 }
 

@@ -26,9 +26,10 @@ fn example(name: &str) -> PathBuf {
 
 fn gpucap() -> Command {
     let mut cmd = Command::cargo_bin("gpucap").expect("the gpucap binary");
-    cmd.env_remove("RUST_LOG")
-        .env("NO_COLOR", "1")
-        .env("GPUCAP_CACHE_DIR", std::env::temp_dir().join("gpucap-test-no-cache"));
+    cmd.env_remove("RUST_LOG").env("NO_COLOR", "1").env(
+        "GPUCAP_CACHE_DIR",
+        std::env::temp_dir().join("gpucap-test-no-cache"),
+    );
     cmd
 }
 
@@ -39,10 +40,14 @@ struct Run {
 }
 
 fn plan_cmd(config: &Path, extra: &[&str]) -> Run {
+    gpucap_at(NOW, config, extra)
+}
+
+fn gpucap_at(now: &str, config: &Path, extra: &[&str]) -> Run {
     let out = gpucap()
         .arg("--config")
         .arg(config)
-        .args(["plan", "--now", NOW])
+        .args(["plan", "--now", now])
         .args(extra)
         .output()
         .expect("run gpucap");
@@ -74,8 +79,16 @@ fn solve(problem: &Problem) -> Solution {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("p.json");
     std::fs::write(&path, serde_json::to_string(problem).unwrap()).unwrap();
-    let out = gpucap().arg("solve").arg(&path).output().expect("run gpucap");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = gpucap()
+        .arg("solve")
+        .arg(&path)
+        .output()
+        .expect("run gpucap");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let solution: Solution = serde_json::from_slice(&out.stdout).expect("solution");
     solver_check::assert_checks(problem, &solution);
     solution
@@ -87,10 +100,18 @@ fn close(a: f64, b: f64) -> bool {
 
 fn spot_imports() -> Vec<String> {
     let catalog = root().join("../shared/data/catalog");
-    ["aws_vms_accelerators_subset.csv", "gcp_vms_accelerators_subset.csv"]
-        .iter()
-        .flat_map(|f| ["--import".to_string(), catalog.join(f).to_string_lossy().into_owned()])
-        .collect()
+    [
+        "aws_vms_accelerators_subset.csv",
+        "gcp_vms_accelerators_subset.csv",
+    ]
+    .iter()
+    .flat_map(|f| {
+        [
+            "--import".to_string(),
+            catalog.join(f).to_string_lossy().into_owned(),
+        ]
+    })
+    .collect()
 }
 
 #[test]
@@ -103,10 +124,26 @@ fn the_quickstart_plans_offline_on_the_snapshot_and_passes_the_gates() {
     let rules: Vec<&str> = plan.gates.warn.iter().map(|d| d.rule.as_str()).collect();
     assert_eq!(rules, ["quotes.snapshot"], "only the snapshot warning");
     assert!(plan.quotes.iter().all(|q| q.source == "snapshot"));
-    assert!(plan.actions.iter().any(|a| a.kind == ActionKind::PurchaseCapacityBlock));
-    assert!(plan.actions.iter().any(|a| a.kind == ActionKind::RunOnDemand));
-    assert_eq!(problem.pools, ["a100-us", "h100-us", "h100-us-east", "l4-us"]);
-    assert!(run.stderr.contains("plan allowed: 0 deny, 0 approval, 1 warn"), "{}", run.stderr);
+    assert!(
+        plan.actions
+            .iter()
+            .any(|a| a.kind == ActionKind::PurchaseCapacityBlock)
+    );
+    assert!(
+        plan.actions
+            .iter()
+            .any(|a| a.kind == ActionKind::RunOnDemand)
+    );
+    assert_eq!(
+        problem.pools,
+        ["a100-us", "h100-us", "h100-us-east", "l4-us"]
+    );
+    assert!(
+        run.stderr
+            .contains("plan allowed: 0 deny, 0 approval, 1 warn"),
+        "{}",
+        run.stderr
+    );
     // The existing reservation in the config is counted, not bought.
     let h100 = plan.pools.iter().find(|p| p.id == "h100-us").unwrap();
     assert_eq!(h100.existing, [Segment(0, 672, 32)]);
@@ -138,7 +175,12 @@ fn the_emitted_problem_resolved_gives_the_plans_cost_and_its_actions_are_the_sol
     purchases.sort();
     bought.sort();
     assert_eq!(purchases, bought);
-    let term_cost: f64 = plan.actions.iter().filter(|a| a.kind.is_term()).map(|a| a.cost).sum();
+    let term_cost: f64 = plan
+        .actions
+        .iter()
+        .filter(|a| a.kind.is_term())
+        .map(|a| a.cost)
+        .sum();
     assert!(close(term_cost, solution.term_cost));
 
     // Usage of the actions' scenario ↔ run actions.
@@ -156,7 +198,12 @@ fn the_emitted_problem_resolved_gives_the_plans_cost_and_its_actions_are_the_sol
         .actions
         .iter()
         .filter(|a| matches!(a.kind, ActionKind::RunOnDemand | ActionKind::RunSpot))
-        .map(|a| (a.offer.clone(), Segment(a.start_hour, a.end_hour, a.instances)))
+        .map(|a| {
+            (
+                a.offer.clone(),
+                Segment(a.start_hour, a.end_hour, a.instances),
+            )
+        })
         .collect();
     usage.sort();
     runs.sort();
@@ -176,22 +223,43 @@ fn costs_add_up_every_way_they_are_split() {
     let c = &plan.cost;
     let k = &c.by_kind;
     let sum = |v: &mut dyn Iterator<Item = f64>| v.sum::<f64>();
-    assert!(close(k.on_demand + k.spot + k.capacity_block + k.reservation + k.commitment, c.expected_total));
-    assert!(close(sum(&mut c.by_month.iter().map(|m| m.expected)), c.expected_total));
-    assert!(close(sum(&mut c.by_pool.iter().map(|m| m.expected)), c.expected_total));
-    assert!(close(sum(&mut c.by_team.iter().map(|m| m.expected)), c.expected_total));
+    assert!(close(
+        k.on_demand + k.spot + k.capacity_block + k.reservation + k.commitment,
+        c.expected_total
+    ));
+    assert!(close(
+        sum(&mut c.by_month.iter().map(|m| m.expected)),
+        c.expected_total
+    ));
+    assert!(close(
+        sum(&mut c.by_pool.iter().map(|m| m.expected)),
+        c.expected_total
+    ));
+    assert!(close(
+        sum(&mut c.by_team.iter().map(|m| m.expected)),
+        c.expected_total
+    ));
     assert!(close(
         sum(&mut c.by_scenario.iter().map(|s| s.probability * s.total)),
         c.expected_total
     ));
-    let irreversible: f64 = plan.actions.iter().filter(|a| a.irreversible).map(|a| a.cost).sum();
+    let irreversible: f64 = plan
+        .actions
+        .iter()
+        .filter(|a| a.irreversible)
+        .map(|a| a.cost)
+        .sum();
     assert!(close(irreversible, c.irreversible));
     assert!(c.irreversible > 0.0);
     let worst = c.by_scenario.iter().map(|s| s.total).fold(0.0, f64::max);
     assert!(close(plan.risk.worst_total, worst));
     // Slipping two weeks strands more of the blocks bought for the expected dates.
-    let stranded: BTreeMap<&str, u64> =
-        plan.risk.stranded.iter().map(|s| (s.scenario.as_str(), s.gpu_hours)).collect();
+    let stranded: BTreeMap<&str, u64> = plan
+        .risk
+        .stranded
+        .iter()
+        .map(|s| (s.scenario.as_str(), s.gpu_hours))
+        .collect();
     assert!(stranded["slip-2w"] > stranded["expected"], "{stranded:?}");
 }
 
@@ -215,23 +283,41 @@ fn baselines_are_the_restricted_problems_solved_and_savings_are_the_differences(
     let owned = |o: &gpucap::problem::Offer| o.id.contains("/existing/");
     let baseline = |name: &str| plan.baselines.iter().find(|b| b.name == name).unwrap();
 
-    let on_demand = solve(&restricted(&problem, |o| o.kind == OfferKind::OnDemand || owned(o)));
+    let on_demand = solve(&restricted(&problem, |o| {
+        o.kind == OfferKind::OnDemand || owned(o)
+    }));
     let b = baseline("all-on-demand");
     assert!(close(b.expected_total.unwrap(), on_demand.expected_cost));
-    assert!(close(b.saving.unwrap(), on_demand.expected_cost - plan.cost.expected_total));
+    assert!(close(
+        b.saving.unwrap(),
+        on_demand.expected_cost - plan.cost.expected_total
+    ));
 
-    let now = solve(&restricted(&problem, |o| o.kind != OfferKind::Term || owned(o)));
+    let now = solve(&restricted(&problem, |o| {
+        o.kind != OfferKind::Term || owned(o)
+    }));
     let b = baseline("cheapest-now");
     assert!(close(b.expected_total.unwrap(), now.expected_cost));
-    assert!(close(b.saving.unwrap(), now.expected_cost - plan.cost.expected_total));
+    assert!(close(
+        b.saving.unwrap(),
+        now.expected_cost - plan.cost.expected_total
+    ));
     assert!(close(
         b.saving_fraction.unwrap(),
         (now.expected_cost - plan.cost.expected_total) / now.expected_cost
     ));
-    assert!(now.expected_cost < on_demand.expected_cost, "spot makes cheapest-now cheaper");
+    assert!(
+        now.expected_cost < on_demand.expected_cost,
+        "spot makes cheapest-now cheaper"
+    );
     // The optimum is never worse than a baseline.
     for b in &plan.baselines {
-        assert!(b.saving.unwrap() >= -1e-6, "{} saves {:?}", b.name, b.saving);
+        assert!(
+            b.saving.unwrap() >= -1e-6,
+            "{} saves {:?}",
+            b.name,
+            b.saving
+        );
     }
 }
 
@@ -240,16 +326,27 @@ fn spot_serves_only_interruptible_non_critical_campaigns() {
     let imports = spot_imports();
     let extra: Vec<&str> = imports.iter().map(String::as_str).collect();
     let (plan, problem, _) = plan_with_problem(&example("quickstart"), &extra);
-    let spot: Vec<_> = plan.actions.iter().filter(|a| a.kind == ActionKind::RunSpot).collect();
+    let spot: Vec<_> = plan
+        .actions
+        .iter()
+        .filter(|a| a.kind == ActionKind::RunSpot)
+        .collect();
     assert!(!spot.is_empty(), "imported spot prices are used");
     for a in spot {
         for name in &a.campaigns {
             let c = plan.campaigns.iter().find(|c| &c.name == name).unwrap();
-            assert!(c.interruptible && c.priority != "critical", "{name} on spot");
+            assert!(
+                c.interruptible && c.priority != "critical",
+                "{name} on spot"
+            );
         }
     }
     // Spot offers carry the trace-derived overhead and instance count.
-    let o = problem.offers.iter().find(|o| o.kind == OfferKind::Spot).unwrap();
+    let o = problem
+        .offers
+        .iter()
+        .find(|o| o.kind == OfferKind::Spot)
+        .unwrap();
     assert!((o.overhead.unwrap() - 0.1145).abs() < 1e-9);
     assert!(o.max_instances.unwrap() <= 16);
     assert!(plan.cost.by_kind.spot > 0.0);
@@ -262,10 +359,27 @@ fn the_budget_denied_example_is_denied_with_amounts_and_fixes() {
     let plan: Plan = serde_json::from_str(&run.stdout).expect("the plan is still printed");
     let rules: Vec<&str> = plan.gates.deny.iter().map(|d| d.rule.as_str()).collect();
     assert!(rules.contains(&"budget.total"), "{rules:?}");
-    let total = plan.gates.deny.iter().find(|d| d.rule == "budget.total").unwrap();
-    assert!(close(total.excess.unwrap(), plan.cost.expected_total - 6_000_000.0));
-    assert!(run.stderr.contains("exceeds the total budget $6,000,000 by $"), "{}", run.stderr);
-    assert!(run.stderr.contains("fix: raise budget.total"), "{}", run.stderr);
+    let total = plan
+        .gates
+        .deny
+        .iter()
+        .find(|d| d.rule == "budget.total")
+        .unwrap();
+    assert!(close(
+        total.excess.unwrap(),
+        plan.cost.expected_total - 6_000_000.0
+    ));
+    assert!(
+        run.stderr
+            .contains("exceeds the total budget $6,000,000 by $"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("fix: raise budget.total"),
+        "{}",
+        run.stderr
+    );
     assert!(run.stderr.contains("plan denied:"), "{}", run.stderr);
 }
 
@@ -273,26 +387,58 @@ fn the_budget_denied_example_is_denied_with_amounts_and_fixes() {
 fn the_approval_example_needs_sign_off_from_builtin_and_user_policies() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("plan.json");
-    let run = plan_cmd(&example("approval"), &["-o", out.to_str().unwrap(), "--format", "json"]);
+    let run = plan_cmd(
+        &example("approval"),
+        &["-o", out.to_str().unwrap(), "--format", "json"],
+    );
     assert_eq!(run.code, 0, "{}", run.stderr);
     let plan: Plan = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
-    let rules: std::collections::BTreeSet<&str> =
-        plan.gates.approval.iter().map(|d| d.rule.as_str()).collect();
+    let rules: std::collections::BTreeSet<&str> = plan
+        .gates
+        .approval
+        .iter()
+        .map(|d| d.rule.as_str())
+        .collect();
     assert!(rules.contains("approval.irreversible"), "{rules:?}");
-    assert!(rules.contains("acme.long_block"), "the user policy directory is honoured: {rules:?}");
-    assert!(run.stderr.contains("plan allowed after approval"), "{}", run.stderr);
+    assert!(
+        rules.contains("acme.long_block"),
+        "the user policy directory is honoured: {rules:?}"
+    );
+    assert!(
+        run.stderr.contains("plan allowed after approval"),
+        "{}",
+        run.stderr
+    );
     // The user's policy files are part of the fingerprint.
-    assert!(plan.fingerprint.inputs.iter().any(|i| i.kind == "policy" && i.name.ends_with("long_blocks.rego")));
+    assert!(
+        plan.fingerprint
+            .inputs
+            .iter()
+            .any(|i| i.kind == "policy" && i.name.ends_with("long_blocks.rego"))
+    );
 }
 
 #[test]
 fn detailed_exitcode_follows_terraform() {
-    let run = plan_cmd(&example("quickstart"), &["--detailed-exitcode", "-q", "--format", "json"]);
+    let run = plan_cmd(
+        &example("quickstart"),
+        &["--detailed-exitcode", "-q", "--format", "json"],
+    );
     assert_eq!(run.code, 2, "the plan has actions: {}", run.stderr);
-    let run = plan_cmd(&example("budget-denied"), &["--detailed-exitcode", "-q", "--format", "json"]);
+    let run = plan_cmd(
+        &example("budget-denied"),
+        &["--detailed-exitcode", "-q", "--format", "json"],
+    );
     assert_eq!(run.code, 3, "denied stays 3");
-    let run = plan_cmd(Path::new("/nonexistent/gpucap.toml"), &["--detailed-exitcode"]);
-    assert_eq!(run.code, 1, "errors exit 1 with -detailed-exitcode: {}", run.stderr);
+    let run = plan_cmd(
+        Path::new("/nonexistent/gpucap.toml"),
+        &["--detailed-exitcode"],
+    );
+    assert_eq!(
+        run.code, 1,
+        "errors exit 1 with -detailed-exitcode: {}",
+        run.stderr
+    );
 }
 
 #[test]
@@ -307,11 +453,18 @@ fn the_same_inputs_give_the_same_plan_and_changed_inputs_a_new_fingerprint() {
     copy_dir(&root().join("examples/quickstart"), dir.path());
     let yaml = dir.path().join("calendars/llm-team-q1.yaml");
     let text = std::fs::read_to_string(&yaml).unwrap();
-    std::fs::write(&yaml, text + "\n# a comment changes nothing but the bytes\n").unwrap();
+    std::fs::write(
+        &yaml,
+        text + "\n# a comment changes nothing but the bytes\n",
+    )
+    .unwrap();
     let c = plan_cmd(&dir.path().join("gpucap.toml"), &["--format", "json", "-q"]);
     let plan_c: Plan = serde_json::from_str(&c.stdout).unwrap();
     assert_ne!(plan_a.fingerprint.digest, plan_c.fingerprint.digest);
-    assert!(close(plan_a.cost.expected_total, plan_c.cost.expected_total));
+    assert!(close(
+        plan_a.cost.expected_total,
+        plan_c.cost.expected_total
+    ));
     assert_eq!(
         gpucap::plan::fingerprint::recompute(&plan_c.fingerprint.inputs),
         plan_c.fingerprint.digest
@@ -344,12 +497,25 @@ fn quickstart_with(edit: impl Fn(String) -> String) -> tempfile::TempDir {
 #[test]
 fn a_pool_nothing_sells_is_an_input_error_naming_the_pool() {
     // Residency: only Azure may be bought from, and no Azure region is in the h100-us-east pool.
-    let dir = quickstart_with(|t| t.replace("[budget]\n", "[budget]\nallowed_clouds = [\"azure\"]\n"));
+    let dir =
+        quickstart_with(|t| t.replace("[budget]\n", "[budget]\nallowed_clouds = [\"azure\"]\n"));
     let out = dir.path().join("plan.json");
-    let run = plan_cmd(&dir.path().join("gpucap.toml"), &["-o", out.to_str().unwrap()]);
+    let run = plan_cmd(
+        &dir.path().join("gpucap.toml"),
+        &["-o", out.to_str().unwrap()],
+    );
     assert_eq!(run.code, 2, "{}", run.stderr);
-    assert!(run.stderr.contains("`pools.h100-us-east`"), "{}", run.stderr);
-    assert!(run.stderr.contains("needs h100 GPUs in us-east-1, us-east-2, us-east4 but no offer matches"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("`pools.h100-us-east`"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr
+            .contains("needs h100 GPUs in us-east-1, us-east-2, us-east4 but no offer matches"),
+        "{}",
+        run.stderr
+    );
     assert!(run.stderr.contains("hint:"), "{}", run.stderr);
     assert!(run.stdout.is_empty());
     assert!(!out.exists(), "no partial plan");
@@ -357,7 +523,8 @@ fn a_pool_nothing_sells_is_an_input_error_naming_the_pool() {
 
 #[test]
 fn an_invalid_user_policy_is_a_clear_error() {
-    let dir = quickstart_with(|t| t.replace("[budget]\n", "[budget]\npolicies = [\"policies/mine\"]\n"));
+    let dir =
+        quickstart_with(|t| t.replace("[budget]\n", "[budget]\npolicies = [\"policies/mine\"]\n"));
     let policies = dir.path().join("policies/mine");
     std::fs::create_dir_all(&policies).unwrap();
     std::fs::write(
@@ -373,9 +540,113 @@ fn an_invalid_user_policy_is_a_clear_error() {
 
 #[test]
 fn bad_existing_capacity_names_the_entry() {
-    let dir = quickstart_with(|t| t.replace("instance_type = \"p5.48xlarge\"\ninstances = 4", "instance_type = \"p5.48xlarg\"\ninstances = 4"));
+    let dir = quickstart_with(|t| {
+        t.replace(
+            "instance_type = \"p5.48xlarge\"\ninstances = 4",
+            "instance_type = \"p5.48xlarg\"\ninstances = 4",
+        )
+    });
     let run = plan_cmd(&dir.path().join("gpucap.toml"), &[]);
     assert_eq!(run.code, 2, "{}", run.stderr);
     assert!(run.stderr.contains("`capacity[0]`"), "{}", run.stderr);
     assert!(run.stderr.contains("p5.48xlarg"), "{}", run.stderr);
+}
+
+#[test]
+fn terraform_state_is_counted_as_owned_capacity_and_fingerprinted() {
+    let state = root().join("tests/fixtures/terraform/show.json");
+    let (without, _, _) = plan_with_problem(&example("quickstart"), &[]);
+    let (with, problem, run) = plan_with_problem(
+        &example("quickstart"),
+        &["--terraform-state", state.to_str().unwrap()],
+    );
+    assert!(run.stderr.contains("already owned"), "{}", run.stderr);
+    // The p5.48xlarge reservation and block in us-east-1 are H100s the plan no longer buys.
+    let owned = problem
+        .offers
+        .iter()
+        .filter(|o| o.id.contains("/existing/"))
+        .count();
+    assert!(
+        owned >= 3,
+        "the config's reservation and the state's H100 capacity: {owned}"
+    );
+    assert!(
+        with.cost.expected_total < without.cost.expected_total,
+        "{} < {}",
+        with.cost.expected_total,
+        without.cost.expected_total
+    );
+    assert!(
+        with.fingerprint
+            .inputs
+            .iter()
+            .any(|i| i.kind == "state" && i.name.ends_with("show.json"))
+    );
+    assert_ne!(with.fingerprint.digest, without.fingerprint.digest);
+}
+
+#[test]
+fn out_dir_writes_terraform_for_the_due_actions_and_never_for_a_denied_plan() {
+    let dir = tempfile::tempdir().unwrap();
+    let tf = dir.path().join("tf");
+    let run = gpucap()
+        .arg("--config")
+        .arg(example("quickstart"))
+        .args([
+            "plan",
+            "--now",
+            "2027-01-02T00:00:00Z",
+            "--out-dir",
+            tf.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let main = std::fs::read_to_string(tf.join("main.tf")).expect("main.tf written");
+    assert!(
+        main.contains("source = \"./modules/aws-capacity-block\""),
+        "{main}"
+    );
+    assert!(tf.join("modules/aws-capacity-block/main.tf").is_file());
+
+    let denied = dir.path().join("denied");
+    let run = plan_cmd(
+        &example("budget-denied"),
+        &["--out-dir", denied.to_str().unwrap()],
+    );
+    assert_eq!(run.code, 3);
+    assert!(!denied.exists(), "a denied plan writes no Terraform");
+    assert!(
+        run.stderr.contains("not writing Terraform"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn the_quickstart_terraform_is_canonical_and_stable() {
+    let dir = tempfile::tempdir().unwrap();
+    let tf = dir.path().join("tf");
+    let run = gpucap_at(
+        "2027-01-02T00:00:00Z",
+        &example("quickstart"),
+        &["--out-dir", tf.to_str().unwrap(), "-q"],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let main = std::fs::read_to_string(tf.join("main.tf")).unwrap();
+    let body: hcl::Body = hcl::from_str(&main).expect("hcl-rs parses the generated main.tf");
+    assert!(body.blocks().any(|b| b.identifier() == "module"));
+    if let Ok(status) = std::process::Command::new("terraform")
+        .args(["fmt", "-check", "-diff"])
+        .arg(&tf)
+        .status()
+    {
+        assert!(status.success(), "terraform fmt -check");
+    }
+    insta::assert_snapshot!("quickstart-main-tf", main);
 }

@@ -412,3 +412,33 @@ fn hostile_pool_ids_make_safe_file_names_and_valid_svg() {
         svg_texts(f);
     }
 }
+
+/// The planner's own plan for the quickstart (made by the binary, as a user would), not a
+/// hand-written fixture: its summary is a snapshot and its markdown renders cleanly.
+#[test]
+fn the_quickstart_plan_renders() {
+    let config = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/quickstart/gpucap.toml");
+    let out = assert_cmd::Command::cargo_bin("gpucap")
+        .unwrap()
+        .env("NO_COLOR", "1")
+        .arg("--config")
+        .arg(&config)
+        .args([
+            "plan",
+            "--now",
+            "2027-01-02T00:00:00Z",
+            "-q",
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let plan: Plan = serde_json::from_slice(&out.stdout).unwrap();
+    check_markdown(&markdown(&plan));
+    insta::assert_snapshot!("summary-quickstart", summary(&plan, false));
+}

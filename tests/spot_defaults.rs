@@ -40,11 +40,13 @@ fn read(dir: &str) -> Vec<Trace> {
 fn interruptions_per_hour_is_preemptions_per_spot_instance_hour_of_the_aws_gpu_traces() {
     let mut drops = 0u64;
     let mut instance_hours = 0.0;
-    for dir in ["preemption/1-node/aws-04-22-2023", "preemption/4-node/aws-08-03-2023"] {
+    for dir in [
+        "preemption/1-node/aws-04-22-2023",
+        "preemption/4-node/aws-08-03-2023",
+    ] {
         for t in read(dir) {
-            instance_hours += t.data.iter().map(|&n| f64::from(n)).sum::<f64>()
-                * t.metadata.gap_seconds
-                / 3600.0;
+            instance_hours +=
+                t.data.iter().map(|&n| f64::from(n)).sum::<f64>() * t.metadata.gap_seconds / 3600.0;
             drops += t
                 .data
                 .windows(2)
@@ -54,7 +56,10 @@ fn interruptions_per_hour_is_preemptions_per_spot_instance_hour_of_the_aws_gpu_t
     }
     let rate = drops as f64 / instance_hours;
     assert_eq!(drops, 802);
-    assert!((rate - SpotSettings::default().interruptions_per_hour).abs() < 5e-4, "{rate}");
+    assert!(
+        (rate - SpotSettings::default().interruptions_per_hour).abs() < 5e-4,
+        "{rate}"
+    );
 }
 
 #[test]
@@ -68,5 +73,8 @@ fn availability_is_the_mean_share_of_sixteen_requested_instances_held() {
     let defaults = SpotSettings::default();
     assert!((mean - defaults.availability).abs() < 5e-3, "{mean}");
     assert_eq!(defaults.max_instances, 16);
-    assert_eq!(traces.iter().map(|t| *t.data.iter().max().unwrap()).max(), Some(16));
+    assert_eq!(
+        traces.iter().map(|t| *t.data.iter().max().unwrap()).max(),
+        Some(16)
+    );
 }

@@ -86,7 +86,7 @@ pub fn run(global: &GlobalArgs, args: DemandArgs) -> anyhow::Result<Outcome> {
         write_atomically(path, &bytes)?;
         eprintln!("wrote {}", path.display());
     }
-    print!("{stdout}");
+    crate::cli::stdout(&stdout)?;
     Ok(Outcome::OK)
 }
 

@@ -81,6 +81,12 @@ pub fn run(_global: &GlobalArgs, args: GenerateArgs) -> anyhow::Result<Outcome> 
     for (path, _) in &rendered.files {
         println!("{}", args.out.join(path).display());
     }
+    summarise(&rendered, &args.out);
+    Ok(Outcome::OK)
+}
+
+/// What was written and what was left, on stderr.
+pub fn summarise(rendered: &terraform::Rendered, out: &Path) {
     let root = &rendered.root;
     for s in &root.skipped {
         tracing::warn!("action {}: {}", s.action, s.reason);
@@ -89,7 +95,7 @@ pub fn run(_global: &GlobalArgs, args: GenerateArgs) -> anyhow::Result<Outcome> 
         "wrote {} module call(s) for {} due action(s) into {}; {} action(s) left for later runs, {} over, {} release(s) need no code{}",
         root.calls.len(),
         root.due - root.skipped.len(),
-        args.out.display(),
+        out.display(),
         root.later,
         root.over,
         root.releases,
@@ -102,7 +108,6 @@ pub fn run(_global: &GlobalArgs, args: GenerateArgs) -> anyhow::Result<Outcome> 
             )
         }
     );
-    Ok(Outcome::OK)
 }
 
 /// Reads a plan, naming the file, line and field of what is wrong.

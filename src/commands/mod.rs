@@ -4,6 +4,7 @@
 pub mod demand;
 pub mod generate;
 pub mod init;
+pub mod plan;
 pub mod policy;
 pub mod prices;
 pub mod project;

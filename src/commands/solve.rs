@@ -51,8 +51,8 @@ pub fn run(_global: &GlobalArgs, args: SolveArgs) -> anyhow::Result<Outcome> {
         tracing::warn!("{message}");
     }
     match args.format {
-        Format::Json => println!("{}", serde_json::to_string_pretty(&solution)?),
-        Format::Table => print!("{}", summary(&validated, &solution, &options)),
+        Format::Json => crate::cli::stdout(&(serde_json::to_string_pretty(&solution)? + "\n"))?,
+        Format::Table => crate::cli::stdout(&summary(&validated, &solution, &options))?,
     }
     Ok(Outcome::OK)
 }

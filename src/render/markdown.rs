@@ -243,7 +243,7 @@ fn headline(md: &mut String, plan: &Plan) {
         format!("**{}**", dollars(plan.cost.expected_total)),
     ]);
     t.row(vec![
-        "Irreversible (blocks, reservations, commitments)".into(),
+        "Irreversible (capacity blocks, commitments)".into(),
         dollars(plan.cost.irreversible),
     ]);
     match best_baseline(plan).and_then(|b| Some((b, saving(plan, b)?))) {

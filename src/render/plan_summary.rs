@@ -121,7 +121,7 @@ fn headline(out: &mut String, plan: &Plan, style: Style) {
         (
             "irreversible".into(),
             format!(
-                "{}  (capacity blocks, reservations, commitments: spent once bought)",
+                "{}  (capacity blocks and commitments: spent once bought)",
                 money(cost.irreversible)
             ),
         ),

@@ -79,7 +79,12 @@ pub fn reserve_the_peak(v: &Validated, options: &SolveOptions) -> Baseline {
         pool,
         on_demand: true,
         spot: true,
-        terms: Terms::Fixed(owned(v, pool).into_iter().chain(peak_purchases(v, pool)).collect()),
+        terms: Terms::Fixed(
+            owned(v, pool)
+                .into_iter()
+                .chain(peak_purchases(v, pool))
+                .collect(),
+        ),
     });
     baseline("reserve-the-peak", v, scopes.collect(), options)
 }

@@ -1,0 +1,451 @@
+//! `gpucap plan`: the main job. Reads the infra repo (config, calendars, forecasts), gathers
+//! prices and the capacity already owned, builds and solves the planning problem, turns the
+//! answer into a dated plan, passes it through the budget gates, and prints or writes it.
+//!
+//! Everything between reading the inputs and writing the outputs is the pure library
+//! (demand → planner → solver → plan → policy); this module is the edges and the progress.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use chrono::{DateTime, Utc};
+use clap::{Args, ValueEnum};
+use gpucap_provider::{Cloud, Offer, Query};
+
+use crate::cli::{GlobalArgs, Outcome, exit};
+use crate::commands::project::{Project, write_atomically};
+use crate::commands::quotes::{self, Sources};
+use crate::config::CapacityConfig;
+use crate::diagnostic::{InputError, Location};
+use crate::plan::Plan;
+use crate::plan::build::{PlanInputs, build};
+use crate::plan::fingerprint::FingerprintBuilder;
+use crate::planner::{self, ExistingCapacity, Planned};
+use crate::policy::{self, PolicyEngine};
+use crate::problem;
+use crate::solver::{self, SolveOptions};
+
+#[derive(Debug, Args)]
+pub struct PlanArgs {
+    /// Use only the built-in price snapshot (and imports), never the cloud APIs.
+    #[arg(long)]
+    pub offline: bool,
+    /// Fetch prices again even where the quote cache is fresh.
+    #[arg(long, conflicts_with = "offline")]
+    pub refresh: bool,
+    /// Read prices from a SkyPilot catalog CSV (repeatable), besides the config's imports.
+    #[arg(long = "import", value_name = "FILE")]
+    pub imports: Vec<PathBuf>,
+    /// Where live quotes are cached (default: $XDG_CACHE_HOME/gpucap/quotes).
+    #[arg(long, value_name = "DIR", env = "GPUCAP_CACHE_DIR")]
+    pub cache_dir: Option<PathBuf>,
+    /// Write the plan (`gpucap.plan/v1` JSON) to FILE.
+    #[arg(short = 'o', long = "out", value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Write the optimisation problem (`gpucap.problem/v1`) to FILE, to re-solve or attach.
+    #[arg(long, value_name = "FILE")]
+    pub emit_problem: Option<PathBuf>,
+    /// What to print on stdout.
+    #[arg(long, value_enum, default_value_t = PlanFormat::Table)]
+    pub format: PlanFormat,
+    /// Write charts (capacity against demand per pool, cost per month) as SVG into DIR.
+    #[arg(long, value_name = "DIR")]
+    pub chart_dir: Option<PathBuf>,
+    /// Exit 0 when the plan has no actions, 2 when it has some (1 on errors, 3 when denied),
+    /// like `terraform plan -detailed-exitcode`.
+    #[arg(long)]
+    pub detailed_exitcode: bool,
+    /// Plan as if it were this time (RFC 3339): booking windows and quote ages use it.
+    #[arg(long, value_name = "TIME", value_parser = parse_now)]
+    pub now: Option<DateTime<Utc>>,
+    /// Stop the solver after this many seconds with the best plan found.
+    #[arg(long, value_name = "SECONDS")]
+    pub time_limit: Option<f64>,
+    /// Count the reservations, capacity blocks and commitments in this `terraform show -json`
+    /// output as capacity already owned (repeatable).
+    #[arg(long, value_name = "FILE")]
+    pub terraform_state: Vec<PathBuf>,
+    /// Also write the Terraform root module for the actions due in the next 7 days into DIR
+    /// (as `gpucap generate`; not when the plan is denied).
+    #[arg(long, value_name = "DIR")]
+    pub out_dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PlanFormat {
+    /// A summary for a terminal.
+    Table,
+    /// A pull-request comment.
+    Markdown,
+    /// The plan document.
+    Json,
+}
+
+fn parse_now(s: &str) -> Result<DateTime<Utc>, String> {
+    crate::timespec::parse_timestamp(s)
+}
+
+pub fn run(global: &GlobalArgs, args: PlanArgs) -> anyhow::Result<Outcome> {
+    let now = args.now.unwrap_or_else(Utc::now);
+    let progress = Progress::new(global.quiet);
+
+    progress.step("reading calendars and forecasts");
+    let project = Project::load(&global.config, now)?;
+    let demand = project.demand()?;
+    for w in &demand.warnings {
+        progress.warn(&w.to_string());
+    }
+    let mut existing = existing_capacity(&project)?;
+    for path in &args.terraform_state {
+        let found = crate::state::terraform::read(path)?;
+        progress.note(&format!(
+            "{}: {} reservation(s), block(s) and commitment(s) already owned",
+            path.display(),
+            found.len()
+        ));
+        existing.extend(found);
+    }
+
+    progress.step("gathering prices");
+    let (query, clouds) = query(&project);
+    let sources = Sources {
+        offline: args.offline || project.config.prices.offline,
+        refresh: args.refresh,
+        imports: project
+            .config
+            .prices
+            .imports
+            .iter()
+            .map(|p| project.root.join(p))
+            .chain(args.imports.iter().cloned())
+            .collect(),
+        cache_dir: args.cache_dir.clone(),
+    };
+    let gathered = quotes::gather(&query, &clouds, &sources, global.quiet)?;
+    gathered.report(global.quiet);
+    let offers = &gathered.offers;
+
+    let planned =
+        planner::build(&project.config, &demand, offers, &existing, now).map_err(|e| {
+            let hint = e.hint();
+            let planner::PlannerError::NoOffers { pool, .. } = &e;
+            InputError::new(
+                Location::file(&global.config).field(format!("pools.{pool}")),
+                e.to_string(),
+            )
+            .with_hint(hint)
+        })?;
+    for w in &planned.warnings {
+        progress.warn(w);
+    }
+    if let Some(path) = &args.emit_problem {
+        let text = serde_json::to_string_pretty(&planned.problem)? + "\n";
+        write_atomically(path, text.as_bytes())?;
+        progress.note(&format!("wrote the problem to {}", path.display()));
+    }
+    let validated = problem::validate(planned.problem.clone())
+        .map_err(|e| anyhow::anyhow!("gpucap built an invalid problem (a bug): {e}"))?;
+
+    let terms: usize = planned
+        .problem
+        .offers
+        .iter()
+        .map(|o| {
+            o.starts
+                .as_ref()
+                .map_or(0, |s| s.hours(validated.hours()).len())
+        })
+        .sum();
+    progress.step(&format!(
+        "solving: {} pools, {} offers, {} term starts, {} scenarios",
+        planned.problem.pools.len(),
+        planned.problem.offers.len(),
+        terms,
+        planned.problem.scenarios.len()
+    ));
+    let options = SolveOptions {
+        time_limit: args.time_limit.map(Duration::from_secs_f64),
+        ..SolveOptions::default()
+    };
+    let started = Instant::now();
+    let solution = solver::solve(&validated, &options);
+    tracing::info!("solved in {:.2} s", started.elapsed().as_secs_f64());
+    progress.step("pricing the baselines");
+    let baselines = solver::baselines(&validated, &options);
+
+    let fingerprint = fingerprint(&project, &args.terraform_state, &existing, &planned, offers)?;
+    let mut plan = build(PlanInputs {
+        problem: &validated,
+        planned: &planned,
+        solution: &solution,
+        baselines: &baselines,
+        demand: &demand,
+        campaigns: &project.campaigns,
+        fingerprint,
+        now,
+    })
+    .map_err(|e| {
+        anyhow::Error::new(
+            InputError::new(Location::file(&global.config), e.to_string()).with_hint(
+                "check the pools' on-demand limits and the demand peaks (`gpucap demand`)",
+            ),
+        )
+    })?;
+
+    progress.step("evaluating the budget gates");
+    plan.gates = gates(&project, &plan, now)?;
+
+    progress.done();
+    if let Some(path) = &args.out {
+        let text = serde_json::to_string_pretty(&plan)? + "\n";
+        write_atomically(path, text.as_bytes())?;
+        progress.note(&format!("wrote the plan to {}", path.display()));
+    }
+    if let Some(dir) = &args.chart_dir {
+        for path in crate::render::plan_chart::write_charts(&plan, dir)
+            .with_context(|| format!("writing charts to {}", dir.display()))?
+        {
+            progress.note(&format!("wrote {}", path.display()));
+        }
+    }
+    if let Some(dir) = &args.out_dir {
+        if plan.gates.is_denied() {
+            progress.note(&format!(
+                "not writing Terraform into {}: the plan is denied",
+                dir.display()
+            ));
+        } else {
+            let options = crate::render::terraform::Options::new(now);
+            let rendered = crate::render::terraform::write_root_module(&plan, &options, dir)
+                .map_err(|e| anyhow::anyhow!("writing Terraform into {}: {e}", dir.display()))?;
+            crate::commands::generate::summarise(&rendered, dir);
+        }
+    }
+    let text = match args.format {
+        PlanFormat::Json => serde_json::to_string_pretty(&plan)? + "\n",
+        PlanFormat::Markdown => crate::render::markdown::markdown(&plan),
+        PlanFormat::Table => {
+            crate::render::plan_summary::summary(&plan, crate::cli::stdout_color(global.color))
+        }
+    };
+    crate::cli::stdout(&text)?;
+    // The summary shows the gates itself; with data on stdout they go to stderr.
+    if !global.quiet && args.format != PlanFormat::Table {
+        eprint!("{}", plan.gates.report());
+    }
+    Ok(Outcome(if plan.gates.is_denied() {
+        exit::DENIED
+    } else if args.detailed_exitcode && !plan.actions.is_empty() {
+        exit::CHANGES
+    } else {
+        exit::OK
+    }))
+}
+
+/// The capacity the config lists (and, later, Terraform state).
+fn existing_capacity(project: &Project) -> anyhow::Result<Vec<ExistingCapacity>> {
+    project
+        .config
+        .capacity
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            from_config(c).map_err(|m| {
+                InputError::new(
+                    Location::file(&project.config_path).field(format!("capacity[{i}]")),
+                    m,
+                )
+                .into()
+            })
+        })
+        .collect()
+}
+
+fn from_config(c: &CapacityConfig) -> Result<ExistingCapacity, String> {
+    let cloud = Cloud::of_region(&c.region)
+        .ok_or_else(|| format!("`{}` is not a known region", c.region))?;
+    if gpucap_provider::instance_types::lookup(cloud, &c.instance_type).is_none() {
+        return Err(format!(
+            "`{}` is not a GPU instance type gpucap knows on {cloud}",
+            c.instance_type
+        ));
+    }
+    Ok(ExistingCapacity {
+        id: c.id.clone(),
+        source: "config".into(),
+        kind: c.kind,
+        cloud,
+        region: c.region.clone(),
+        zone: c.zone.clone(),
+        instance_type: c.instance_type.clone(),
+        instances: c.instances,
+        start: c.start.map(|t| t.0),
+        end: c.end.map(|t| t.0),
+    })
+}
+
+/// What to ask the providers for: the pools' accelerators, regions and clouds.
+fn query(project: &Project) -> (Query, Vec<Cloud>) {
+    let pools: Vec<_> = project
+        .config
+        .pools
+        .values()
+        .map(|p| (p.accelerator, p.regions.clone()))
+        .collect();
+    let mut accelerators: Vec<_> = project.campaigns.iter().map(|c| c.accelerator).collect();
+    accelerators.extend(pools.iter().map(|(a, _)| *a));
+    accelerators.sort();
+    accelerators.dedup();
+    // Regions narrow the query only when every pool names its regions.
+    let regions = if !pools.is_empty() && pools.iter().all(|(_, r)| !r.is_empty()) {
+        let mut r: Vec<String> = pools.iter().flat_map(|(_, r)| r.clone()).collect();
+        r.sort();
+        r.dedup();
+        r
+    } else {
+        Vec::new()
+    };
+    (
+        Query {
+            accelerators,
+            regions,
+            kinds: Vec::new(),
+        },
+        Vec::new(),
+    )
+}
+
+/// Digests of every input the plan depends on.
+fn fingerprint(
+    project: &Project,
+    state_files: &[PathBuf],
+    existing: &[ExistingCapacity],
+    planned: &Planned,
+    offers: &[Offer],
+) -> anyhow::Result<crate::plan::Fingerprint> {
+    let mut f = FingerprintBuilder::default();
+    let read =
+        |p: &Path| std::fs::read(p).with_context(|| format!("cannot read `{}`", p.display()));
+    let name = |p: &Path| {
+        p.strip_prefix(&project.root)
+            .unwrap_or(p)
+            .to_string_lossy()
+            .replace('\\', "/")
+    };
+    f.add(
+        "config",
+        &name(&project.config_path),
+        &read(&project.config_path)?,
+    );
+    for file in &project.calendar_files {
+        f.add("calendar", &name(file), &read(file)?);
+    }
+    for forecast in &project.config.inputs.forecasts {
+        let path = project.root.join(&forecast.path);
+        f.add("forecast", &name(&path), &read(&path)?);
+    }
+    for dir in &project.config.budget.policies {
+        let dir = project.root.join(dir);
+        let mut files: Vec<PathBuf> = glob::glob(&format!("{}/**/*.rego", dir.display()))
+            .map(|g| g.filter_map(Result::ok).collect())
+            .unwrap_or_default();
+        files.sort();
+        for file in files {
+            f.add("policy", &name(&file), &read(&file)?);
+        }
+    }
+    for file in state_files {
+        f.add("state", &name(file), &read(file)?);
+    }
+    f.add("state", "existing-capacity", &serde_json::to_vec(existing)?);
+    // Every quote the problem was built from: offer, price, upfront, source, time, offering id.
+    let mut quotes: Vec<&Offer> = offers.iter().collect();
+    quotes.sort_by(|a, b| {
+        serde_json::to_string(a)
+            .unwrap_or_default()
+            .cmp(&serde_json::to_string(b).unwrap_or_default())
+    });
+    f.add("quotes", "offers", &serde_json::to_vec(&quotes)?);
+    f.add(
+        "problem",
+        "offers",
+        &serde_json::to_vec(&planned.problem.offers)?,
+    );
+    f.add("tool", "gpucap", env!("CARGO_PKG_VERSION").as_bytes());
+    Ok(f.finish())
+}
+
+/// The gates' decisions on the plan: built-in policies plus the config's directories.
+fn gates(project: &Project, plan: &Plan, now: DateTime<Utc>) -> anyhow::Result<policy::Decisions> {
+    let dirs: Vec<PathBuf> = project
+        .config
+        .budget
+        .policies
+        .iter()
+        .map(|d| project.root.join(d))
+        .collect();
+    let engine = PolicyEngine::load(&dirs).map_err(crate::commands::policy::input)?;
+    let input = serde_json::to_value(plan)?;
+    engine
+        .evaluate(&input, &policy::budget_data(&project.config.budget), now)
+        .map_err(crate::commands::policy::input)
+}
+
+/// Steps on stderr: a spinner on a terminal, plain lines otherwise; nothing with `--quiet`.
+struct Progress {
+    bar: Option<indicatif::ProgressBar>,
+    quiet: bool,
+    started: Instant,
+}
+
+impl Progress {
+    fn new(quiet: bool) -> Self {
+        let bar = (!quiet && std::io::IsTerminal::is_terminal(&std::io::stderr())).then(|| {
+            let bar = indicatif::ProgressBar::new_spinner();
+            bar.enable_steady_tick(Duration::from_millis(120));
+            bar
+        });
+        Progress {
+            bar,
+            quiet,
+            started: Instant::now(),
+        }
+    }
+
+    fn step(&self, what: &str) {
+        if self.quiet {
+            return;
+        }
+        match &self.bar {
+            Some(bar) => bar.set_message(what.to_string()),
+            None => eprintln!("{what}…"),
+        }
+        tracing::debug!(elapsed = ?self.started.elapsed(), "{what}");
+    }
+
+    fn warn(&self, what: &str) {
+        if self.quiet {
+            return;
+        }
+        match &self.bar {
+            Some(bar) => bar.suspend(|| eprintln!("warning: {what}")),
+            None => eprintln!("warning: {what}"),
+        }
+    }
+
+    fn note(&self, what: &str) {
+        if !self.quiet {
+            eprintln!("{what}");
+        }
+    }
+
+    fn done(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+        if !self.quiet {
+            eprintln!("planned in {:.1} s", self.started.elapsed().as_secs_f64());
+        }
+    }
+}
