@@ -458,17 +458,7 @@ fn baselines(md: &mut String, plan: &Plan) {
 fn risk(md: &mut String, plan: &Plan) {
     heading(md, "Risk");
     let risk = &plan.risk;
-    let mut names: Vec<&str> = plan
-        .cost
-        .by_scenario
-        .iter()
-        .map(|s| s.name.as_str())
-        .collect();
-    for s in &risk.stranded {
-        if !names.contains(&s.scenario.as_str()) {
-            names.push(&s.scenario);
-        }
-    }
+    let names = super::plan_view::scenario_names(plan);
     if names.is_empty() {
         md.push_str("No scenarios in the plan.\n");
         return;

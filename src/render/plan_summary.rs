@@ -328,17 +328,7 @@ fn baselines(out: &mut String, plan: &Plan, style: Style) {
 fn risk(out: &mut String, plan: &Plan, style: Style) {
     style.heading(out, "risk: cost per scenario, idle term capacity");
     let risk = &plan.risk;
-    let mut names: Vec<&str> = plan
-        .cost
-        .by_scenario
-        .iter()
-        .map(|s| s.name.as_str())
-        .collect();
-    for s in &risk.stranded {
-        if !names.contains(&s.scenario.as_str()) {
-            names.push(&s.scenario);
-        }
-    }
+    let names = super::plan_view::scenario_names(plan);
     if names.is_empty() {
         out.push_str("  no scenarios in the plan\n");
         return;

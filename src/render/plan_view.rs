@@ -393,6 +393,22 @@ pub fn month_hours(start: DateTime<Utc>, from: u32, to: u32) -> Vec<(String, u32
     out
 }
 
+/// Every scenario the plan prices or measures, in the plan's order.
+pub fn scenario_names(plan: &Plan) -> Vec<&str> {
+    let mut names: Vec<&str> = plan
+        .cost
+        .by_scenario
+        .iter()
+        .map(|s| s.name.as_str())
+        .collect();
+    for s in &plan.risk.stranded {
+        if !names.contains(&s.scenario.as_str()) {
+            names.push(&s.scenario);
+        }
+    }
+    names
+}
+
 /// The cheapest baseline that can cover the demand: what the plan is best compared with.
 pub fn best_baseline(plan: &Plan) -> Option<&BaselineCost> {
     plan.baselines
