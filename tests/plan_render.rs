@@ -439,6 +439,16 @@ fn the_quickstart_plan_renders() {
         String::from_utf8_lossy(&out.stderr)
     );
     let plan: Plan = serde_json::from_slice(&out.stdout).unwrap();
-    check_markdown(&markdown(&plan));
+    let md = markdown(&plan);
+    check_markdown(&md);
+    assert!(
+        md.len() < 65_536,
+        "GitHub's comment limit: {} bytes",
+        md.len()
+    );
+    assert!(
+        md.contains("more purchases"),
+        "the long purchase list is cut"
+    );
     insta::assert_snapshot!("summary-quickstart", summary(&plan, false));
 }

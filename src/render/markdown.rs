@@ -17,6 +17,11 @@ use super::terminal::thousands;
 use crate::plan::Plan;
 use crate::policy::Decision;
 
+/// GitHub rejects comments over 65,536 characters; long plans list the first purchases and
+/// actions by start and point to the plan file for the rest.
+const MAX_PURCHASE_ROWS: usize = 40;
+const MAX_ACTION_ROWS: usize = 60;
+
 /// The markdown document, ending in one newline, no trailing whitespace on any line.
 pub fn markdown(plan: &Plan) -> String {
     let mut md = String::new();
@@ -316,7 +321,8 @@ fn buy(md: &mut String, plan: &Plan) {
             ("Cost", R),
             ("Irreversible", L),
         ]);
-        for a in actions {
+        let shown = actions.len().min(MAX_PURCHASE_ROWS);
+        for a in &actions[..shown] {
             t.row(vec![
                 kind_label(a.kind).into(),
                 code_cell(&a.pool),
@@ -329,6 +335,13 @@ fn buy(md: &mut String, plan: &Plan) {
             ]);
         }
         t.write(md);
+        if shown < actions.len() {
+            let _ = writeln!(
+                md,
+                "\n… and {} more purchases (the first {shown} by start are shown; all are in the plan file).",
+                actions.len() - shown
+            );
+        }
     }
     let pools = runs_by_pool(plan);
     if pools.is_empty() {
@@ -521,7 +534,7 @@ fn all_actions(md: &mut String, plan: &Plan) {
             ("Offer", L),
             ("Campaigns", L),
         ]);
-        for a in &plan.actions {
+        for a in plan.actions.iter().take(MAX_ACTION_ROWS) {
             t.row(vec![
                 code_cell(&a.id),
                 kind_label(a.kind).into(),
@@ -544,6 +557,13 @@ fn all_actions(md: &mut String, plan: &Plan) {
             ]);
         }
         t.write(md);
+        if plan.actions.len() > MAX_ACTION_ROWS {
+            let _ = writeln!(
+                md,
+                "\n… and {} more actions in the plan file.\n",
+                plan.actions.len() - MAX_ACTION_ROWS
+            );
+        }
         md.push_str(
             "Run costs are for the scenario the runs follow; term costs are for the whole \
                  term.\n",
