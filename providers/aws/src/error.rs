@@ -43,11 +43,26 @@ pub enum AwsError {
     Config(String),
 }
 
-impl AwsError {
-    pub fn is_throttling(&self) -> bool {
+impl gpucap_provider::Throttling for AwsError {
+    fn is_throttling(&self) -> bool {
         matches!(self, AwsError::Throttled { .. })
     }
 
+    fn with_attempts(self, attempts: u32) -> Self {
+        match self {
+            AwsError::Throttled {
+                operation, code, ..
+            } => AwsError::Throttled {
+                operation,
+                code,
+                attempts,
+            },
+            other => other,
+        }
+    }
+}
+
+impl AwsError {
     /// What the user can do about it, for the CLI's `hint:` line.
     pub fn hint(&self) -> Option<&'static str> {
         match self {

@@ -30,4 +30,4 @@ pub use provider::{
     Action, BoxFuture, Clock, CollectingReporter, Issue, Problem, Provider, Query, Readiness,
     Reporter, SystemClock,
 };
-pub use retry::RetryPolicy;
+pub use retry::{RetryPolicy, Throttling};

@@ -1,8 +1,9 @@
 //! The one retry loop every provider uses for throttled and transient failures: exponential
 //! backoff with jitter (via `backon`), bounded in attempts and delay. [`RetryPolicy::run`]
 //! retries the errors whose [`ProviderError::retryable`] says a later try can succeed;
-//! [`RetryPolicy::run_when`] is the same loop for a provider's own error type (the AWS and GCP
-//! crates retry their throttling errors with it and report how many attempts were made).
+//! [`RetryPolicy::run_when`] is the same loop for a provider's own error type, and
+//! [`RetryPolicy::run_throttled`] retries a [`Throttling`] error type's throttling errors and
+//! records in the final one how many attempts were made (the AWS and GCP crates use it).
 
 use std::fmt::Display;
 use std::future::Future;
@@ -84,6 +85,27 @@ impl RetryPolicy {
         })
         .await;
         (result, attempts.into_inner())
+    }
+}
+
+/// A provider error that may mean "throttled", and can say how many attempts were made.
+pub trait Throttling: Sized {
+    fn is_throttling(&self) -> bool;
+    /// The same error, reporting `attempts` if it is a throttling error.
+    fn with_attempts(self, attempts: u32) -> Self;
+}
+
+impl RetryPolicy {
+    /// Runs `call` until it succeeds, fails for a reason other than throttling, or runs out of
+    /// attempts; a final throttling error reports how many attempts were made.
+    pub async fn run_throttled<T, E, F, Fut>(&self, call: F) -> Result<T, E>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+        E: Throttling + Display,
+    {
+        let (result, attempts) = self.run_when(call, E::is_throttling).await;
+        result.map_err(|e| e.with_attempts(attempts))
     }
 }
 
@@ -207,5 +229,58 @@ mod tests {
         assert_eq!(result, Err(CloudError::Busy));
         assert_eq!(attempts, 4);
         assert_eq!(calls.load(Ordering::SeqCst), 4);
+    }
+
+    #[derive(Debug, PartialEq)]
+    enum Flaky {
+        Throttled(u32),
+        Broken,
+    }
+
+    impl std::fmt::Display for Flaky {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "{self:?}")
+        }
+    }
+
+    impl Throttling for Flaky {
+        fn is_throttling(&self) -> bool {
+            matches!(self, Flaky::Throttled(_))
+        }
+        fn with_attempts(self, attempts: u32) -> Self {
+            match self {
+                Flaky::Throttled(_) => Flaky::Throttled(attempts),
+                other => other,
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn throttling_is_retried_until_success_and_other_errors_are_not() {
+        let mut n = 0;
+        let ok = RetryPolicy::fast(4)
+            .run_throttled(|| {
+                n += 1;
+                let out = if n < 3 {
+                    Err(Flaky::Throttled(1))
+                } else {
+                    Ok(n)
+                };
+                async move { out }
+            })
+            .await;
+        assert_eq!(ok, Ok(3));
+        let mut m = 0;
+        let broken: Result<(), Flaky> = RetryPolicy::fast(4)
+            .run_throttled(|| {
+                m += 1;
+                async { Err(Flaky::Broken) }
+            })
+            .await;
+        assert_eq!((broken, m), (Err(Flaky::Broken), 1));
+        let gave_up: Result<(), Flaky> = RetryPolicy::fast(2)
+            .run_throttled(|| async { Err(Flaky::Throttled(1)) })
+            .await;
+        assert_eq!(gave_up, Err(Flaky::Throttled(3)));
     }
 }

@@ -35,11 +35,26 @@ pub enum GcpError {
     Config(String),
 }
 
-impl GcpError {
-    pub fn is_throttling(&self) -> bool {
+impl gpucap_provider::Throttling for GcpError {
+    fn is_throttling(&self) -> bool {
         matches!(self, GcpError::Throttled { .. })
     }
 
+    fn with_attempts(self, attempts: u32) -> Self {
+        match self {
+            GcpError::Throttled {
+                operation, code, ..
+            } => GcpError::Throttled {
+                operation,
+                code,
+                attempts,
+            },
+            other => other,
+        }
+    }
+}
+
+impl GcpError {
     /// What the user can do about it, for the CLI's `hint:` line.
     pub fn hint(&self) -> Option<&'static str> {
         match self {

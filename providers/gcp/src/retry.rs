@@ -24,17 +24,7 @@ where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T, GcpError>>,
 {
-    let (result, attempts) = policy.run_when(call, GcpError::is_throttling).await;
-    result.map_err(|e| match e {
-        GcpError::Throttled {
-            operation, code, ..
-        } => GcpError::Throttled {
-            operation,
-            code,
-            attempts,
-        },
-        other => other,
-    })
+    policy.run_throttled(call).await
 }
 
 #[cfg(test)]
@@ -55,35 +45,11 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn retries_throttling_until_success() {
-        let mut n = 0;
-        let r = throttled(RetryPolicy::fast(4), || {
-            n += 1;
-            let out = if n < 3 { Err(throttle()) } else { Ok(n) };
-            async move { out }
-        })
-        .await;
-        assert_eq!(r.unwrap(), 3);
-    }
-
-    #[tokio::test]
     async fn gives_up_and_counts_attempts() {
         let r: Result<(), _> = throttled(RetryPolicy::fast(3), || async { Err(throttle()) }).await;
         assert!(
             matches!(r, Err(GcpError::Throttled { attempts: 4, .. })),
             "{r:?}"
         );
-    }
-
-    #[tokio::test]
-    async fn other_errors_are_not_retried() {
-        let mut n = 0;
-        let r: Result<(), _> = throttled(RetryPolicy::fast(3), || {
-            n += 1;
-            async { Err(GcpError::Config("x".into())) }
-        })
-        .await;
-        assert!(r.is_err());
-        assert_eq!(n, 1);
     }
 }
