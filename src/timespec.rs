@@ -7,7 +7,9 @@
 
 use std::fmt;
 
-use chrono::{DateTime, Duration, NaiveDate, NaiveDateTime, TimeZone, Timelike, Utc};
+use chrono::{
+    DateTime, Datelike, Duration, Months, NaiveDate, NaiveDateTime, TimeZone, Timelike, Utc,
+};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// Parses `2027-02-01` (00:00 UTC), `2027-02-01T09:00:00Z`, `2027-02-01T09:00:00+02:00`
@@ -191,6 +193,30 @@ impl Horizon {
     }
 }
 
+/// The calendar months (`YYYY-MM`, UTC) the hours `[from, to)` after `start` fall in, with how
+/// many hours in each.
+pub fn month_hours(start: DateTime<Utc>, from: u32, to: u32) -> Vec<(String, u32)> {
+    let mut out = Vec::new();
+    let at = |h: u32| start.checked_add_signed(Duration::hours(h.into()));
+    let (Some(mut t), Some(end)) = (at(from), at(to)) else {
+        return out;
+    };
+    while t < end {
+        let next = Utc
+            .with_ymd_and_hms(t.year(), t.month(), 1, 0, 0, 0)
+            .single()
+            .and_then(|m| m.checked_add_months(Months::new(1)));
+        let Some(next) = next else {
+            break;
+        };
+        let stop = next.min(end);
+        let hours = (stop - t).num_hours().clamp(0, u32::MAX.into()) as u32;
+        out.push((t.format("%Y-%m").to_string(), hours));
+        t = stop;
+    }
+    out
+}
+
 pub fn floor_hour(t: DateTime<Utc>) -> DateTime<Utc> {
     t.with_nanosecond(0)
         .and_then(|t| t.with_second(0))
@@ -248,5 +274,21 @@ mod tests {
         );
         assert_eq!(h.clip(at("2027-01-05"), at("2027-01-06")), None);
         assert_eq!(h.clip(at("2027-01-02"), at("2027-01-09")), Some((24, 48)));
+    }
+
+    #[test]
+    fn months_split_at_month_boundaries() {
+        let start = parse_timestamp("2027-01-04").unwrap();
+        // 28 days left in January, then all of February.
+        assert_eq!(
+            month_hours(start, 0, 28 * 24 + 28 * 24 + 5),
+            [
+                ("2027-01".to_string(), 672),
+                ("2027-02".to_string(), 672),
+                ("2027-03".to_string(), 5)
+            ]
+        );
+        assert!(month_hours(start, 10, 10).is_empty());
+        assert!(month_hours(start, 10, 3).is_empty());
     }
 }

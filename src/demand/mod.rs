@@ -261,12 +261,14 @@ pub fn merge(hours: u32, segments: impl Iterator<Item = Segment>) -> Vec<Segment
     out
 }
 
-/// Value of non-overlapping segments at each hour.
+/// Value of segments at each hour of `[0, hours)`, summing overlaps; segments past the end
+/// are clipped and backwards ones skipped (plan files read back are input, not trusted).
 pub fn hourly(hours: u32, segments: &[Segment]) -> Vec<u32> {
     let mut v = vec![0u32; hours as usize];
     for s in segments {
-        for x in &mut v[s.0.min(hours) as usize..s.1.min(hours) as usize] {
-            *x += s.2;
+        let (from, to) = (s.0 as usize, s.1.min(hours) as usize);
+        for x in v.iter_mut().take(to).skip(from) {
+            *x = x.saturating_add(s.2);
         }
     }
     v
@@ -310,6 +312,14 @@ impl DemandCurve {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hourly_sums_overlaps_clips_and_skips_backwards_segments() {
+        assert_eq!(
+            hourly(4, &[Segment(1, 3, 2), Segment(2, 9, 1), Segment(3, 1, 5)]),
+            [0, 2, 3, 1]
+        );
+    }
     use crate::calendar::{RawCampaign, Schedule};
     use crate::timespec::{Span, Timestamp, parse_timestamp};
     use std::path::Path;

@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use chrono::{DateTime, Datelike, Duration, NaiveDate, Utc};
+use chrono::{DateTime, Duration, Utc};
 use gpucap_provider::PurchaseKind;
 
 use crate::calendar::Campaign;
@@ -12,7 +12,7 @@ use crate::demand::{self, DemandCurve};
 use crate::planner::{OfferInfo, Planned};
 use crate::problem::{OfferKind, Segment, Solution, Status, Validated};
 use crate::solver::Baselines;
-use crate::timespec::{Horizon, rfc3339};
+use crate::timespec::{Horizon, month_hours, rfc3339};
 
 use super::{
     Action, ActionKind, BaselineCost, CampaignRef, Cost, Fingerprint, KindCost, MonthCost,
@@ -472,28 +472,12 @@ fn spread(
     to: u32,
     per_hour: f64,
 ) {
-    if per_hour == 0.0 || from >= to {
+    if per_hour == 0.0 {
         return;
     }
-    let mut t = horizon.start + Duration::hours(i64::from(from));
-    let end = horizon.start + Duration::hours(i64::from(to));
-    while t < end {
-        let next_month = first_of_next_month(t).min(end);
-        let hours = (next_month - t).num_seconds() as f64 / 3600.0;
-        *months.entry(t.format("%Y-%m").to_string()).or_default() += per_hour * hours;
-        t = next_month;
+    for (month, hours) in month_hours(horizon.start, from, to) {
+        *months.entry(month).or_default() += per_hour * f64::from(hours);
     }
-}
-
-fn first_of_next_month(t: DateTime<Utc>) -> DateTime<Utc> {
-    let (y, m) = if t.month() == 12 {
-        (t.year() + 1, 1)
-    } else {
-        (t.year(), t.month() + 1)
-    };
-    NaiveDate::from_ymd_opt(y, m, 1)
-        .and_then(|d| d.and_hms_opt(0, 0, 0))
-        .map_or(t + Duration::days(31), |d| d.and_utc())
 }
 
 /// Campaigns (and forecasts) with demand in pool `p` during `[from, to)`: in scenario `only`

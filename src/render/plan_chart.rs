@@ -10,7 +10,8 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::chart::{ImageFormat, register_font, step_points};
-use super::plan_view::{self, KINDS, horizon_start, hourly, money};
+use super::plan_view::{self, KINDS, horizon_start, money};
+use crate::demand::hourly;
 use crate::plan::{Plan, PoolPlan};
 
 const WIDTH: u32 = 1200;
@@ -237,7 +238,7 @@ fn draw_pool<DB: DrawingBackend>(
 where
     DB::ErrorType: 'static,
 {
-    let hours = plan.horizon.hours.clamp(1, MAX_HOURS) as usize;
+    let hours = plan.horizon.hours.clamp(1, MAX_HOURS);
     let start = horizon_start(plan);
     let bands: [(&str, RGBColor, Vec<u32>); 4] = [
         ("existing", EXISTING, hourly(hours, &pool.existing)),
@@ -258,7 +259,7 @@ where
         .collect();
     // Cumulative tops of the capacity bands, bottom to top.
     let mut tops: Vec<Vec<u32>> = Vec::new();
-    let mut running = vec![0u32; hours];
+    let mut running = vec![0u32; hours as usize];
     for (_, _, band) in &bands {
         for (r, v) in running.iter_mut().zip(band) {
             *r = r.saturating_add(*v);

@@ -5,12 +5,12 @@
 //! Everything here tolerates any plan content: unparsable times, zero costs, empty lists,
 //! segments out of order. Nothing panics.
 
-use chrono::{DateTime, Datelike, Duration, Months, TimeZone, Utc};
+use chrono::{DateTime, Utc};
 
 use super::terminal::thousands;
 use crate::plan::{Action, ActionKind, BaselineCost, KindCost, Plan};
 use crate::policy::Decisions;
-use crate::problem::Segment;
+use crate::timespec::month_hours;
 
 /// What the gates said, in the words of [`Decisions::report`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -369,30 +369,6 @@ enum Slot {
     Run(usize),
 }
 
-/// The calendar months (`YYYY-MM`, UTC) the hours `[from, to)` after `start` fall in, with how
-/// many hours in each.
-pub fn month_hours(start: DateTime<Utc>, from: u32, to: u32) -> Vec<(String, u32)> {
-    let mut out = Vec::new();
-    let at = |h: u32| start.checked_add_signed(Duration::hours(h.into()));
-    let (Some(mut t), Some(end)) = (at(from), at(to)) else {
-        return out;
-    };
-    while t < end {
-        let next = Utc
-            .with_ymd_and_hms(t.year(), t.month(), 1, 0, 0, 0)
-            .single()
-            .and_then(|m| m.checked_add_months(Months::new(1)));
-        let Some(next) = next else {
-            break;
-        };
-        let stop = next.min(end);
-        let hours = (stop - t).num_hours().clamp(0, u32::MAX.into()) as u32;
-        out.push((t.format("%Y-%m").to_string(), hours));
-        t = stop;
-    }
-    out
-}
-
 /// Every scenario the plan prices or measures, in the plan's order.
 pub fn scenario_names(plan: &Plan) -> Vec<&str> {
     let mut names: Vec<&str> = plan
@@ -441,19 +417,6 @@ pub fn saving_phrase(saving: f64, fraction: Option<f64>) -> String {
     }
 }
 
-/// Value of segments at each hour of `hours`, summing overlaps; segments outside the range or
-/// backwards are clipped or skipped.
-pub fn hourly(hours: usize, segments: &[Segment]) -> Vec<u32> {
-    let mut v = vec![0u32; hours];
-    for s in segments {
-        let (a, b) = (s.0 as usize, (s.1 as usize).min(hours));
-        for x in v.iter_mut().take(b).skip(a) {
-            *x = x.saturating_add(s.2);
-        }
-    }
-    v
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -465,22 +428,6 @@ mod tests {
         assert_eq!(money(-1500.0), "-$1,500");
         assert_eq!(money(-0.2), "$0");
         assert_eq!(money(f64::NAN), "?");
-    }
-
-    #[test]
-    fn months_split_at_month_boundaries() {
-        let start = parse_time("2027-01-04T00:00:00Z").unwrap();
-        // 28 days left in January, then all of February.
-        assert_eq!(
-            month_hours(start, 0, 28 * 24 + 28 * 24 + 5),
-            [
-                ("2027-01".to_string(), 672),
-                ("2027-02".to_string(), 672),
-                ("2027-03".to_string(), 5)
-            ]
-        );
-        assert!(month_hours(start, 10, 10).is_empty());
-        assert!(month_hours(start, 10, 3).is_empty());
     }
 
     #[test]
@@ -497,13 +444,5 @@ mod tests {
         assert_eq!(short_time("2027-01-18T00:00:00Z"), "2027-01-18");
         assert_eq!(short_time("2027-01-18T11:30:00Z"), "2027-01-18 11:30");
         assert_eq!(short_time("soon"), "soon");
-    }
-
-    #[test]
-    fn hourly_tolerates_odd_segments() {
-        assert_eq!(
-            hourly(4, &[Segment(1, 3, 2), Segment(2, 9, 1), Segment(3, 1, 5)]),
-            [0, 2, 3, 1]
-        );
     }
 }
