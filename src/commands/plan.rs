@@ -360,13 +360,13 @@ fn fingerprint(
     }
     f.add("state", "existing-capacity", &serde_json::to_vec(existing)?);
     // Every quote the problem was built from: offer, price, upfront, source, time, offering id.
-    let mut quotes: Vec<&Offer> = offers.iter().collect();
-    quotes.sort_by(|a, b| {
-        serde_json::to_string(a)
-            .unwrap_or_default()
-            .cmp(&serde_json::to_string(b).unwrap_or_default())
-    });
-    f.add("quotes", "offers", &serde_json::to_vec(&quotes)?);
+    // Each serialised once, sorted, so the digest does not depend on fetch order.
+    let mut quotes = offers
+        .iter()
+        .map(serde_json::to_string)
+        .collect::<Result<Vec<_>, _>>()?;
+    quotes.sort_unstable();
+    f.add("quotes", "offers", quotes.join("\n").as_bytes());
     f.add(
         "problem",
         "offers",
