@@ -496,13 +496,10 @@ impl Config {
                 o.interruptions_per_hour,
                 o.availability,
             ));
-            if Cloud::of_region(key.split('/').nth(1).unwrap_or("us-east-1")).is_none()
-                || key
-                    .split('/')
-                    .next()
-                    .and_then(|c| c.parse::<Cloud>().ok())
-                    .is_none()
-            {
+            let mut parts = key.split('/');
+            let cloud_ok = parts.next().is_some_and(|c| c.parse::<Cloud>().is_ok());
+            let region_ok = parts.next().is_none_or(|r| Cloud::of_region(r).is_some());
+            if !(cloud_ok && region_ok) {
                 return Err(InputError::new(
                     at(format!("spot.overrides.\"{key}\"")),
                     format!(
