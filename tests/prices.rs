@@ -218,8 +218,13 @@ fn imported_catalogs_keep_the_prices_of_their_rows() {
             .iter()
             .all(|o| dec(&o["price_per_instance_hour"]) != Decimal::from(700))
     );
-    // p5e has no on-demand price in the catalog: no on-demand offer is made up.
-    assert_eq!(find("p5e.48xlarge", "us-east-1", None, "on-demand"), None);
+    // p5e has no on-demand price in the catalog: no on-demand offer is made up, while its rows'
+    // spot prices are kept. (us-east-2: the catalog has no p5e rows in us-east-1.)
+    assert_eq!(find("p5e.48xlarge", "us-east-2", None, "on-demand"), None);
+    assert_eq!(
+        find("p5e.48xlarge", "us-east-2", Some("use2-az3"), "spot"),
+        d("18.735900")
+    );
     assert!(offers.iter().all(|o| o["source"] == "import"));
 }
 
