@@ -1,8 +1,10 @@
 //! The spot model's defaults (`[spot]` in gpucap.toml, `planner::spot`) are measured from the
-//! public SkyPilot spot traces in `shared/data/spot-traces`; this recomputes them from the raw
-//! files so the constants in the code cannot drift from their stated source.
+//! public SkyPilot spot traces; this recomputes them from the raw traces kept in
+//! `tests/data/spot-traces/` (see its README) so the constants in the code cannot drift from
+//! their stated source.
 
-use std::path::{Path, PathBuf};
+#[path = "support/data.rs"]
+mod data;
 
 use gpucap::config::SpotSettings;
 use serde::Deserialize;
@@ -18,21 +20,16 @@ struct Metadata {
     gap_seconds: f64,
 }
 
-fn traces() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/spot-traces")
-}
-
-fn read(dir: &str) -> Vec<Trace> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(traces().join(dir))
-        .unwrap_or_else(|e| panic!("{dir}: {e}"))
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "json"))
-        .collect();
-    files.sort();
-    assert!(!files.is_empty(), "{dir} has traces");
-    files
+/// The traces of one measurement: `tests/data/spot-traces/<dir>/<zone>_v100_1.json` for each
+/// zone. Every file is named, so a missing one fails the test by name.
+fn read(dir: &str, zones: &[&str]) -> Vec<Trace> {
+    zones
         .iter()
-        .map(|f| serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap())
+        .map(|zone| {
+            let file = format!("spot-traces/{dir}/{zone}_v100_1.json");
+            serde_json::from_str(&data::read(&file))
+                .unwrap_or_else(|e| panic!("tests/data/{file}: {e}"))
+        })
         .collect()
 }
 
@@ -40,11 +37,17 @@ fn read(dir: &str) -> Vec<Trace> {
 fn interruptions_per_hour_is_preemptions_per_spot_instance_hour_of_the_aws_gpu_traces() {
     let mut drops = 0u64;
     let mut instance_hours = 0.0;
-    for dir in [
-        "preemption/1-node/aws-04-22-2023",
-        "preemption/4-node/aws-08-03-2023",
+    for (dir, zones) in [
+        (
+            "preemption/1-node/aws-04-22-2023",
+            &["us-east-1c", "us-east-1f", "us-west-2b", "us-west-2c"][..],
+        ),
+        (
+            "preemption/4-node/aws-08-03-2023",
+            &["us-east-1f", "us-east-2a", "us-west-2c"][..],
+        ),
     ] {
-        for t in read(dir) {
+        for t in read(dir, zones) {
             instance_hours +=
                 t.data.iter().map(|&n| f64::from(n)).sum::<f64>() * t.metadata.gap_seconds / 3600.0;
             drops += t
@@ -64,7 +67,10 @@ fn interruptions_per_hour_is_preemptions_per_spot_instance_hour_of_the_aws_gpu_t
 
 #[test]
 fn availability_is_the_mean_share_of_sixteen_requested_instances_held() {
-    let traces = read("availability/16-node/aws-08-27-2023");
+    let traces = read(
+        "availability/16-node/aws-08-27-2023",
+        &["us-east-2b", "us-west-2a", "us-west-2c"],
+    );
     let shares: Vec<f64> = traces
         .iter()
         .map(|t| t.data.iter().map(|&n| f64::from(n)).sum::<f64>() / t.data.len() as f64 / 16.0)

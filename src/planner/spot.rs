@@ -11,7 +11,8 @@
 //!   counts `floor(availability × n)`.
 //!
 //! The defaults are measured from the public spot traces of the SkyPilot group
-//! (`shared/data/spot-traces`, see its README; `tests/spot_defaults.rs` recomputes them):
+//! (`skypilot-org/spot-traces`; the files used are in `tests/data/spot-traces`, see its README,
+//! and `tests/spot_defaults.rs` recomputes the defaults from them):
 //! - `interruptions_per_hour = 0.229`: 802 preemptions in 3,497 spot instance-hours of AWS
 //!   V100 instances (`preemption/1-node/aws-04-22-2023` and `preemption/4-node/aws-08-03-2023`,
 //!   NSDI'24 "Can't Be Late" traces, April and August 2023).
