@@ -3,6 +3,8 @@
 //! solution; the baselines are the restricted problems solved; costs add up every way they are
 //! split; the budget-denied and approval examples gate as documented; bad input exits 2.
 
+#[path = "support/data.rs"]
+mod data;
 mod solver_check;
 
 use std::collections::BTreeMap;
@@ -98,17 +100,18 @@ fn close(a: f64, b: f64) -> bool {
     (a - b).abs() <= 1e-6 * a.abs().max(b.abs()).max(1.0)
 }
 
+/// `--import` of the SkyPilot catalog extracts in `tests/data/catalog/` (spot prices for the
+/// quickstart's pools).
 fn spot_imports() -> Vec<String> {
-    let catalog = root().join("../shared/data/catalog");
     [
-        "aws_vms_accelerators_subset.csv",
-        "gcp_vms_accelerators_subset.csv",
+        "catalog/aws_vms_accelerators_subset.csv",
+        "catalog/gcp_vms_accelerators_subset.csv",
     ]
     .iter()
     .flat_map(|f| {
         [
             "--import".to_string(),
-            catalog.join(f).to_string_lossy().into_owned(),
+            data::file(f).to_string_lossy().into_owned(),
         ]
     })
     .collect()

@@ -1,5 +1,8 @@
 //! `gpucap prices` as a user runs it, offline: on the built-in snapshot and on the SkyPilot
-//! catalogs in `shared/data/catalog/` (no test reaches the internet).
+//! catalog extracts in `tests/data/catalog/` (no test reaches the internet).
+
+#[path = "support/data.rs"]
+mod data;
 
 use std::path::PathBuf;
 use std::str::FromStr;
@@ -20,9 +23,7 @@ fn gpucap() -> Command {
 }
 
 fn catalog(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/data/catalog")
-        .join(name)
+    data::file(&format!("catalog/{name}"))
 }
 
 fn json(cmd: &mut Command) -> Vec<Value> {

@@ -84,11 +84,17 @@ fn exhausted() -> Reply {
     )
 }
 
-/// The SkyPilot catalog extract in shared/data prices `a2-highgpu-1g` in us-central1 as a host
-/// row plus an A100 row; the sum of the component SKUs must agree with it.
+/// The SkyPilot catalog extract in the workspace's `tests/data/catalog/` prices `a2-highgpu-1g`
+/// in us-central1 as a host row plus an A100 row; the sum of the component SKUs must agree with
+/// it.
 fn skypilot_a2_highgpu_1g() -> Decimal {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/data/catalog/gcp_vms_accelerators_subset.csv");
+        .join("../../tests/data/catalog/gcp_vms_accelerators_subset.csv");
+    assert!(
+        path.is_file(),
+        "test data file {} is missing; it is part of the repository",
+        path.display()
+    );
     let mut reader =
         csv::Reader::from_path(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let rows: Vec<csv::StringRecord> = reader.records().map(|r| r.unwrap()).collect();
