@@ -1,11 +1,13 @@
 //! `gpucap generate` as a user runs it: fixture plans in, Terraform root modules (HCL, tf-json)
 //! and Pulumi YAML out. Checks that the output parses with hcl-rs and python-hcl2, passes every
-//! required module variable with the right type, is what `terraform fmt` writes (when a
-//! `terraform` binary exists), is deterministic, changes only the touched pool's lines on a
-//! re-plan, and keeps hostile names as data.
+//! required module variable with the right type, is what `terraform fmt` writes (a `terraform`
+//! binary is required, see `support/terraform.rs`), is deterministic, changes only the touched
+//! pool's lines on a re-plan, and keeps hostile names as data.
 
 #[path = "support/python.rs"]
 mod python;
+#[path = "support/terraform.rs"]
+mod terraform;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -109,14 +111,6 @@ fn module_calls(body: &Body) -> Vec<(String, &Body)> {
         .filter(|b| b.identifier() == "module")
         .map(|b| (b.labels()[0].as_str().to_string(), b.body()))
         .collect()
-}
-
-fn find_on_path(name: &str) -> Option<PathBuf> {
-    std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|p| p.join(name))
-            .find(|p| p.is_file())
-    })
 }
 
 // --- fixtures -----------------------------------------------------------------------------
@@ -225,24 +219,15 @@ fn every_generated_file_parses_with_hcl_rs_and_python_hcl2() {
 
 #[test]
 fn generated_hcl_is_what_terraform_fmt_writes() {
-    let Some(terraform) = find_on_path("terraform") else {
-        eprintln!("note: no `terraform` binary on PATH; skipped `terraform fmt -check`");
-        return;
-    };
     for (_, file) in CASES {
         let out = tempfile::tempdir().expect("tempdir");
         generate_ok(&fixture(file), out.path(), &[]);
-        let check = Command::new(&terraform)
-            .args(["fmt", "-check", "-recursive", "-diff"])
-            .arg(out.path())
-            .env("TF_CLI_CONFIG_FILE", "/dev/null")
-            .env("CHECKPOINT_DISABLE", "1")
-            .output()
-            .expect("run terraform fmt");
+        let check = terraform::fmt_check(out.path());
         assert!(
             check.status.success(),
-            "terraform fmt would change the output for {file}:\n{}",
-            String::from_utf8_lossy(&check.stdout)
+            "terraform fmt would change the output for {file}:\n{}\n{}",
+            String::from_utf8_lossy(&check.stdout),
+            String::from_utf8_lossy(&check.stderr)
         );
     }
 }

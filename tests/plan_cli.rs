@@ -6,6 +6,8 @@
 #[path = "support/data.rs"]
 mod data;
 mod solver_check;
+#[path = "support/terraform.rs"]
+mod terraform;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -644,12 +646,12 @@ fn the_quickstart_terraform_is_canonical_and_stable() {
     let main = std::fs::read_to_string(tf.join("main.tf")).unwrap();
     let body: hcl::Body = hcl::from_str(&main).expect("hcl-rs parses the generated main.tf");
     assert!(body.blocks().any(|b| b.identifier() == "module"));
-    if let Ok(status) = std::process::Command::new("terraform")
-        .args(["fmt", "-check", "-diff"])
-        .arg(&tf)
-        .status()
-    {
-        assert!(status.success(), "terraform fmt -check");
-    }
+    let check = terraform::fmt_check(&tf);
+    assert!(
+        check.status.success(),
+        "terraform fmt -check:\n{}\n{}",
+        String::from_utf8_lossy(&check.stdout),
+        String::from_utf8_lossy(&check.stderr)
+    );
     insta::assert_snapshot!("quickstart-main-tf", main);
 }

@@ -3,11 +3,14 @@
 //! independent HCL parsers (hcl-rs and python-hcl2) that agree on its structure, follows the
 //! module rules (typed and described variables, validations with messages, prevent_destroy on
 //! irreversible purchases, pinned providers, plan traceability), and is formatted as
-//! `terraform fmt` would format it. The `terraform fmt -check` run is extra and only happens when a
-//! `terraform` binary is on `PATH`; everything else needs no Terraform and no network.
+//! `terraform fmt` would format it. One test also runs `terraform fmt -check`, which needs a
+//! `terraform` binary (see `support/terraform.rs`); everything else needs no Terraform and no
+//! network.
 
 #[path = "support/python.rs"]
 mod python;
+#[path = "support/terraform.rs"]
+mod terraform;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -730,36 +733,12 @@ fn the_format_check_catches_misformatted_hcl() {
 }
 
 #[test]
-fn terraform_fmt_check_passes_when_terraform_is_installed() {
-    let Some(terraform) = find_on_path("terraform") else {
-        eprintln!(
-            "note: no `terraform` binary on PATH; skipped `terraform fmt -check` (the Rust format checks still ran)"
-        );
-        return;
-    };
-    let out = Command::new(terraform)
-        .args(["fmt", "-check", "-recursive", "-diff"])
-        .arg(modules_root())
-        .env("TF_CLI_CONFIG_FILE", "/dev/null")
-        .env("CHECKPOINT_DISABLE", "1")
-        .output()
-        .expect("run terraform fmt");
+fn terraform_fmt_check_passes() {
+    let out = terraform::fmt_check(&modules_root());
     assert!(
         out.status.success(),
         "terraform fmt -check found unformatted files:\n{}\n{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-}
-
-fn find_on_path(name: &str) -> Option<PathBuf> {
-    std::env::var_os("PATH")
-        .map(|paths| {
-            std::env::split_paths(&paths)
-                .map(|p| p.join(name))
-                .collect::<Vec<_>>()
-        })
-        .unwrap_or_default()
-        .into_iter()
-        .find(|p| p.is_file())
 }
