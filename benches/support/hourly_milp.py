@@ -1,5 +1,5 @@
 """The plain hourly MILP of a gpucap.problem/v1, solved with HiGHS (highspy): an independent
-formulation, written from shared/spec/problem-v1.md, that the solver benchmark and tests compare
+formulation, written from docs/problem-v1.md, that the solver benchmark and tests compare
 gpucap's optimum and speed against.
 
 One variable per hour and offer (and scenario): integer term purchases n[o,s] at every allowed

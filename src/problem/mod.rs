@@ -1,4 +1,4 @@
-//! The `gpucap.problem/v1` and `gpucap.solution/v1` documents (`shared/spec/problem-v1.md`):
+//! The `gpucap.problem/v1` and `gpucap.solution/v1` documents (`docs/problem-v1.md`):
 //! the contract between the planner, which builds a problem from demand and offers, and the
 //! solver, which answers it. Plain serde types; unknown fields are rejected on input.
 //!

@@ -33,7 +33,9 @@ fn json_error(path: &Path, err: &serde_json::Error, field: Option<String>) -> In
         None => text,
     };
     let hint = if message.starts_with("unknown field") {
-        Some("unknown fields are errors in gpucap.problem/v1; see shared/spec/problem-v1.md")
+        Some(
+            "unknown fields are errors in gpucap.problem/v1; see docs/problem-v1.md in the gpucap repository",
+        )
     } else if message.contains("expected u32") {
         Some("counts, hours and GPUs are whole numbers >= 0")
     } else {

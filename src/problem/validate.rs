@@ -1,4 +1,4 @@
-//! Every rule of `shared/spec/problem-v1.md` that serde's types do not already enforce, checked
+//! Every rule of `docs/problem-v1.md` that serde's types do not already enforce, checked
 //! once, and the checked problem in a form the solver can index: pools and offers by position,
 //! allowed starts expanded, per-scenario limits resolved.
 

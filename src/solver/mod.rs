@@ -1,5 +1,5 @@
 //! The solver: the proven-optimal purchase plan for a `gpucap.problem/v1`
-//! (`shared/spec/problem-v1.md`). Pure: no I/O, no clock except the time limit.
+//! (`docs/problem-v1.md`). Pure: no I/O, no clock except the time limit.
 //!
 //! How it works, and why it is exact:
 //! 1. Pools share nothing, so each pool is solved on its own (in parallel).

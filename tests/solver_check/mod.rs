@@ -1,5 +1,5 @@
 //! An independent checker of `gpucap.solution/v1` documents, written from
-//! `shared/spec/problem-v1.md` and not from the solver: it expands everything hour by hour,
+//! `docs/problem-v1.md` and not from the solver: it expands everything hour by hour,
 //! recomputes every cost, and checks coverage, limits and allowed starts. Every solve in the
 //! solver tests goes through it.
 //!
