@@ -1,10 +1,9 @@
 //! A small, solver-neutral mixed-integer program (columns, rows, CSR matrix) and the one place
-//! that hands it to HiGHS. The model builder never sees HiGHS types, so the formulation can be
-//! read and tested on its own.
+//! that hands it to the engine (Cbc, through `crates/mip-cbc`). The model builder never sees
+//! the engine's types, so the formulation can be read and tested on its own.
 
 use std::time::Duration;
 
-use highs::{HighsModelStatus, RowProblem, Sense};
 
 /// min cost·x  s.t.  row_lower ≤ A x ≤ row_upper,  lower ≤ x ≤ upper,  x integer where asked.
 #[derive(Debug, Clone, Default)]
@@ -67,19 +66,37 @@ impl Mip {
     pub fn row(&self, r: usize) -> &[(usize, f64)] {
         &self.entries[self.row_start[r]..self.row_start[r + 1]]
     }
-}
 
-/// From this many rows (hourly term starts over months), the root relaxation is solved by
-/// interior point (IPX) rather than dual simplex: measured 44 s against 231 s on a year of
-/// hourly starts, while below it simplex is faster (1.7 s against 2.4 s at 11,000 rows).
-const LARGE_MODEL_ROWS: usize = 25_000;
+    /// The matrix by columns: starts (length columns + 1), row indices and values, with each
+    /// column's rows in increasing order.
+    pub fn columns(&self) -> (Vec<usize>, Vec<usize>, Vec<f64>) {
+        let mut start = vec![0usize; self.num_cols() + 1];
+        for &(c, _) in &self.entries {
+            start[c + 1] += 1;
+        }
+        for c in 0..self.num_cols() {
+            start[c + 1] += start[c];
+        }
+        let mut next = start.clone();
+        let mut index = vec![0usize; self.entries.len()];
+        let mut value = vec![0f64; self.entries.len()];
+        for r in 0..self.num_rows() {
+            for &(c, v) in self.row(r) {
+                index[next[c]] = r;
+                value[next[c]] = v;
+                next[c] += 1;
+            }
+        }
+        (start, index, value)
+    }
+}
 
 /// What the MIP solver was asked to reach.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct MipLimits {
     pub time_limit: Option<Duration>,
     pub rel_gap: f64,
-    /// Let HiGHS print its log on stdout.
+    /// Let the engine print its log on stdout.
     pub log: bool,
 }
 
@@ -89,7 +106,7 @@ pub(crate) enum MipStatus {
     Optimal,
     /// Stopped at the time limit with a feasible point.
     Feasible,
-    /// Stopped at the time limit without one.
+    /// Stopped at the time limit without one (or the engine failed).
     NoSolution,
     Infeasible,
 }
@@ -102,11 +119,11 @@ pub(crate) struct MipResult {
     pub bound: f64,
 }
 
-/// Solves `mip` with HiGHS: presolve, dual simplex, branch and cut.
+/// Solves `mip` with Cbc (`gpucap-mip-cbc`): Clp's dual simplex at the root, then branch and
+/// bound. No cut generators or heuristics are added: the relaxation of this model is almost
+/// always whole, and on the benchmark they only cost time (measured in the README).
 ///
-/// Every HiGHS instance runs single-threaded: HiGHS's task scheduler is shared by all instances
-/// in a process and they must agree on the thread count, so gpucap parallelises over pools
-/// itself instead.
+/// Each call owns its solver, so pools are solved in parallel on their own threads.
 pub(crate) fn solve(mip: &Mip, limits: MipLimits) -> MipResult {
     if mip.num_cols() == 0 {
         return MipResult {
@@ -115,70 +132,49 @@ pub(crate) fn solve(mip: &Mip, limits: MipLimits) -> MipResult {
             bound: 0.0,
         };
     }
-    let mut problem = RowProblem::default();
-    let cols: Vec<_> = (0..mip.num_cols())
-        .map(|c| {
-            problem.add_column_with_integrality(
-                mip.cost[c],
-                mip.lower[c]..=mip.upper[c],
-                mip.integer[c],
-            )
-        })
-        .collect();
-    for r in 0..mip.num_rows() {
-        let row = mip.row(r).iter().map(|&(c, v)| (cols[c], v));
-        problem.add_row(mip.row_lower[r]..=mip.row_upper[r], row);
-    }
-    let mut model = problem.optimise(Sense::Minimise);
-    model.make_quiet();
-    if limits.log {
-        model.set_option("output_flag", true);
-        model.set_option("log_to_console", true);
-    }
-    model.set_option("threads", 1);
-    model.set_option("random_seed", 0);
-    // The gap HiGHS closes before it stops: relative, plus an absolute floor far below a cent.
-    model.set_option("mip_rel_gap", limits.rel_gap);
-    model.set_option("mip_abs_gap", 1e-9);
-    if let Some(limit) = limits.time_limit {
-        model.set_option("time_limit", limit.as_secs_f64().max(0.001));
-    }
-    if mip.num_rows() >= LARGE_MODEL_ROWS {
-        model.set_option("mip_lp_solver", "ipm");
-    }
-    let solved = model.solve();
-    let has_point = solved.primal_solution_status() == highs::HighsSolutionStatus::Feasible;
-    let objective = solved.objective_value();
-    let integer = mip.has_integers();
-    let status = match solved.status() {
-        HighsModelStatus::Optimal => MipStatus::Optimal,
-        HighsModelStatus::Infeasible | HighsModelStatus::UnboundedOrInfeasible => {
-            MipStatus::Infeasible
+    let (col_start, row_index, value) = mip.columns();
+    let problem = gpucap_mip_cbc::Problem {
+        cost: &mip.cost,
+        lower: &mip.lower,
+        upper: &mip.upper,
+        integer: &mip.integer,
+        row_lower: &mip.row_lower,
+        row_upper: &mip.row_upper,
+        col_start: &col_start,
+        row_index: &row_index,
+        value: &value,
+    };
+    let limits = gpucap_mip_cbc::Limits {
+        rel_gap: limits.rel_gap,
+        // An absolute floor far below a cent.
+        abs_gap: 1e-9,
+        time_limit: limits.time_limit.map(|t| t.as_secs_f64()),
+        log: limits.log,
+    };
+    let solved = match gpucap_mip_cbc::solve(&problem, &limits) {
+        Ok(solved) => solved,
+        Err(e) => {
+            tracing::warn!("the MIP engine gave no answer: {e}");
+            return MipResult {
+                status: MipStatus::NoSolution,
+                values: Vec::new(),
+                bound: f64::NEG_INFINITY,
+            };
         }
-        _ if has_point => MipStatus::Feasible,
-        _ => MipStatus::NoSolution,
+    };
+    let status = match solved.status {
+        gpucap_mip_cbc::Status::Optimal => MipStatus::Optimal,
+        gpucap_mip_cbc::Status::Feasible => MipStatus::Feasible,
+        gpucap_mip_cbc::Status::NoSolution => MipStatus::NoSolution,
+        gpucap_mip_cbc::Status::Infeasible => MipStatus::Infeasible,
     };
     let bound = match status {
-        MipStatus::Optimal | MipStatus::Feasible if integer => {
-            let dual = solved
-                .double_info_value(c"mip_dual_bound")
-                .unwrap_or(f64::NEG_INFINITY);
-            dual.min(objective)
-        }
-        MipStatus::Optimal => objective,
-        _ if integer => solved
-            .double_info_value(c"mip_dual_bound")
-            .unwrap_or(f64::NEG_INFINITY),
-        _ => f64::NEG_INFINITY,
-    };
-    let values = if has_point {
-        solved.get_solution().columns().to_vec()
-    } else {
-        Vec::new()
+        MipStatus::Optimal | MipStatus::Feasible => solved.bound.min(solved.objective),
+        _ => solved.bound,
     };
     MipResult {
         status,
-        values,
+        values: solved.values,
         bound,
     }
 }

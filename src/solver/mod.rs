@@ -14,8 +14,8 @@
 //!    ([`recourse`]). Where that curve is convex (almost always) it enters the segment model
 //!    ([`model`]) as a convex combination of its corners, with no integer variable; where it
 //!    is not, that segment keeps integer instances. Term purchases enter an active-count
-//!    recurrence, an interval matrix in network form. HiGHS solves the resulting mixed-integer
-//!    program by branch and cut to a relative gap far below 1e-6 (the relaxation is usually
+//!    recurrence, an interval matrix in network form. Cbc (`crates/mip-cbc`) solves the resulting mixed-integer
+//!    program by branch and bound to a relative gap far below 1e-6 (the relaxation is usually
 //!    whole already), and its dual bound is the proven `bound`.
 //! 5. Costs in the solution are recomputed from the whole-number plan, never taken from the
 //!    solver's floating-point objective.
@@ -59,7 +59,7 @@ pub struct SolveOptions {
     /// The relative gap each pool is solved to. Far below [`OPTIMALITY_GAP`] so that the sum
     /// over pools is within it.
     pub rel_gap: f64,
-    /// Let HiGHS print its log (on stdout: for debugging only).
+    /// Let the MIP engine print its log (on stdout: for debugging only).
     pub solver_log: bool,
 }
 

@@ -1,0 +1,109 @@
+// One C function over CbcModel: load a mixed-integer program in column form, run Cbc's branch
+// and bound over Clp, and hand back the status, the point, the objective and the bound.
+//
+// CbcModel is used directly rather than through Cbc's C interface (`Cbc_solve`), because that
+// goes through the command-line driver `CbcMain1`, which keeps its argument cursor in a global
+// (`CbcOrClpRead_mode`) and installs signal handlers: two solves in two threads would race.
+// Everything here lives in objects owned by the call, so pools can be solved in parallel.
+
+#include <cmath>
+#include <exception>
+
+#include "CbcModel.hpp"
+#include "CoinMessageHandler.hpp"
+#include "OsiClpSolverInterface.hpp"
+
+// How far from a whole number an integer column may be and still count as whole (Cbc's own
+// default integer tolerance is 1e-7 too).
+static const double kIntegerTolerance = 1e-7;
+
+extern "C" {
+
+// Status codes, mirrored in src/lib.rs.
+enum {
+  GPUCAP_MIP_OPTIMAL = 0,
+  GPUCAP_MIP_FEASIBLE = 1,
+  GPUCAP_MIP_NO_SOLUTION = 2,
+  GPUCAP_MIP_INFEASIBLE = 3,
+  GPUCAP_MIP_ERROR = 4,
+};
+
+int gpucap_mip_cbc_solve(int num_cols, int num_rows, const int *col_start,
+                         const int *row_index, const double *value,
+                         const double *col_lower, const double *col_upper,
+                         const double *objective, const double *row_lower,
+                         const double *row_upper, const unsigned char *integer,
+                         double rel_gap, double abs_gap, double time_limit,
+                         int log_level, double *solution, double *objective_value,
+                         double *bound) {
+  try {
+    OsiClpSolverInterface solver;
+    solver.messageHandler()->setLogLevel(log_level > 0 ? 1 : 0);
+    solver.getModelPtr()->setLogLevel(log_level > 0 ? 1 : 0);
+    solver.loadProblem(num_cols, num_rows, col_start, row_index, value, col_lower,
+                       col_upper, objective, row_lower, row_upper);
+    solver.setObjSense(1.0);
+    for (int c = 0; c < num_cols; ++c) {
+      if (integer[c]) {
+        solver.setInteger(c);
+      }
+    }
+    CbcModel model(solver);
+    model.setLogLevel(log_level > 0 ? 1 : 0);
+    model.messageHandler()->setLogLevel(log_level > 0 ? 1 : 0);
+    model.solver()->messageHandler()->setLogLevel(log_level > 0 ? 1 : 0);
+    model.setAllowableFractionGap(rel_gap);
+    model.setAllowableGap(abs_gap);
+    model.setUseElapsedTime(true);
+    if (time_limit > 0.0) {
+      model.setMaximumSeconds(time_limit);
+    }
+    model.initialSolve();
+    if (model.isProvenInfeasible() || model.solver()->isProvenPrimalInfeasible()) {
+      return GPUCAP_MIP_INFEASIBLE;
+    }
+    if (!model.solver()->isProvenOptimal()) {
+      // The root relaxation stopped (time limit, numerical trouble) without an answer.
+      return model.solver()->isIterationLimitReached() ? GPUCAP_MIP_NO_SOLUTION
+                                                       : GPUCAP_MIP_ERROR;
+    }
+    {
+      // A relaxation whose integer columns are already whole is the optimum, and its
+      // objective the bound: branch and bound would only confirm it (and its set-up alone
+      // costs as much as the root solve on this model).
+      const double *x = model.solver()->getColSolution();
+      bool whole = true;
+      for (int c = 0; c < num_cols && whole; ++c) {
+        if (integer[c]) whole = std::fabs(x[c] - std::floor(x[c] + 0.5)) <= kIntegerTolerance;
+      }
+      if (whole) {
+        for (int c = 0; c < num_cols; ++c) {
+          solution[c] = integer[c] ? std::floor(x[c] + 0.5) : x[c];
+        }
+        *objective_value = model.solver()->getObjValue();
+        *bound = *objective_value;
+        return GPUCAP_MIP_OPTIMAL;
+      }
+    }
+    model.branchAndBound();
+    *bound = model.getBestPossibleObjValue();
+    const double *best = model.bestSolution();
+    if (model.isProvenInfeasible() && best == nullptr) {
+      return GPUCAP_MIP_INFEASIBLE;
+    }
+    if (best == nullptr) {
+      return GPUCAP_MIP_NO_SOLUTION;
+    }
+    for (int c = 0; c < num_cols; ++c) solution[c] = best[c];
+    *objective_value = model.getObjValue();
+    return model.isProvenOptimal() ? GPUCAP_MIP_OPTIMAL : GPUCAP_MIP_FEASIBLE;
+  } catch (const CoinError &) {
+    return GPUCAP_MIP_ERROR;
+  } catch (const std::exception &) {
+    return GPUCAP_MIP_ERROR;
+  } catch (...) {
+    return GPUCAP_MIP_ERROR;
+  }
+}
+
+}  // extern "C"
