@@ -2,3 +2,5 @@
 //! blocks and commitments bought earlier, so that a plan counts them instead of buying again.
 
 pub mod terraform;
+
+pub mod redact;
