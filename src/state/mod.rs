@@ -1,6 +1,18 @@
-//! What gpucap learns from infrastructure state that already exists: reservations, capacity
-//! blocks and commitments bought earlier, so that a plan counts them instead of buying again.
+//! What gpucap knows about capacity that already exists, and what it has done itself.
+//!
+//! - [`terraform`] reads reservations, capacity blocks and commitments bought earlier from a
+//!   Terraform state, so that a plan counts them instead of buying again.
+//! - The rest is `gpucap apply`'s own record: the [`State`] of what gpucap created
+//!   (`state.json`, in [`managed`]) and the [`lock`] that keeps two runs from buying the same
+//!   thing. Credentials never reach the journal or the audit log ([`redact`]).
 
+pub mod error;
+mod fsio;
+pub mod lock;
+pub mod managed;
+pub mod redact;
 pub mod terraform;
 
-pub mod redact;
+pub use error::StateError;
+pub use lock::{LockGuard, LockInfo, LockOptions};
+pub use managed::{ManagedResource, ResourceStatus, StalePlan, State, StateRef};
