@@ -31,6 +31,39 @@ pub(crate) fn append_durable(path: &Path, line: &[u8]) -> Result<(), StateError>
     Ok(())
 }
 
+/// Cuts everything after the last newline of `path` (a line torn by a crash mid-append) and
+/// fsyncs. A missing or empty file is left alone.
+pub(crate) fn cut_torn_tail(path: &Path) -> Result<(), StateError> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = match OpenOptions::new().read(true).write(true).open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(StateError::io("open", path)(e)),
+    };
+    let len = f.metadata().map_err(StateError::io("stat", path))?.len();
+    if len == 0 {
+        return Ok(());
+    }
+    let mut last = [0u8; 1];
+    f.seek(SeekFrom::Start(len - 1))
+        .and_then(|_| f.read_exact(&mut last))
+        .map_err(StateError::io("read", path))?;
+    if last[0] == b'\n' {
+        return Ok(());
+    }
+    // Rare (only after a crash): read it all to find the last newline.
+    let bytes = std::fs::read(path).map_err(StateError::io("read", path))?;
+    let keep = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+    tracing::warn!(
+        "{}: cutting {} bytes of a line torn by an interrupted write",
+        path.display(),
+        bytes.len() - keep
+    );
+    f.set_len(keep as u64)
+        .map_err(StateError::io("cut the torn tail of", path))?;
+    f.sync_all().map_err(StateError::io("fsync", path))
+}
+
 /// Makes renames and creations in `dir` durable. A no-op where directories cannot be opened
 /// (Windows).
 pub(crate) fn sync_dir(dir: &Path) -> Result<(), StateError> {

@@ -4,8 +4,9 @@
 //!   Terraform state, so that a plan counts them instead of buying again.
 //! - The rest is `gpucap apply`'s own record: the [`State`] of what gpucap created
 //!   (`state.json`, in [`managed`]), the write-ahead [`journal`] of every cloud call
-//!   (`journal.jsonl`) and the [`lock`] that keeps two runs from buying the same thing. Credentials never reach the journal or the audit log ([`redact`]).
+//!   (`journal.jsonl`), the [`audit`] log (`audit.jsonl`) and the [`lock`] that keeps two runs from buying the same thing. Credentials never reach the journal or the audit log ([`redact`]).
 
+pub mod audit;
 pub mod error;
 mod fsio;
 pub mod journal;
@@ -14,6 +15,7 @@ pub mod managed;
 pub mod redact;
 pub mod terraform;
 
+pub use audit::{AuditLog, AuditRecord};
 pub use error::StateError;
 pub use journal::{Journal, JournalRead, JournalRecord, Step};
 pub use lock::{LockGuard, LockInfo, LockOptions};
