@@ -9,6 +9,51 @@ use std::path::Path;
 
 use super::error::StateError;
 
+/// Prefix of the temporary files [`write_atomic`] leaves behind if it is interrupted. Readers
+/// never look at them; the next locked write removes them.
+pub(crate) fn temp_prefix(name: &str) -> String {
+    format!(".{name}.tmp-")
+}
+
+/// Replaces `path` with `bytes` atomically: a temp file in the same directory, written and
+/// fsync'd, renamed over `path`, then the directory fsync'd so that the rename itself is durable.
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StateError> {
+    let dir = parent(path);
+    std::fs::create_dir_all(dir).map_err(StateError::io("create directory", dir))?;
+    let name = file_name(path);
+    let tmp = dir.join(format!("{}{}", temp_prefix(&name), uuid::Uuid::new_v4()));
+    let result = (|| {
+        let mut f = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+            .map_err(StateError::io("create", &tmp))?;
+        f.write_all(bytes).map_err(StateError::io("write", &tmp))?;
+        f.sync_all().map_err(StateError::io("fsync", &tmp))?;
+        drop(f);
+        std::fs::rename(&tmp, path).map_err(StateError::io("rename into place", path))?;
+        sync_dir(dir)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// Removes temp files an interrupted [`write_atomic`] of `path` left behind. Best effort; call
+/// it only while holding the lock (another writer's temp file is in use otherwise).
+pub(crate) fn remove_stale_temps(path: &Path) {
+    let prefix = temp_prefix(&file_name(path));
+    let Ok(entries) = std::fs::read_dir(parent(path)) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        if entry.file_name().to_string_lossy().starts_with(&prefix) {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
 /// Appends `line` (which must end in `\n`) to `path` and fsyncs before returning. The file is
 /// created (and its directory entry made durable) on first use.
 pub(crate) fn append_durable(path: &Path, line: &[u8]) -> Result<(), StateError> {
@@ -96,4 +141,10 @@ fn parent(path: &Path) -> &Path {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
     }
+}
+
+fn file_name(path: &Path) -> String {
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
 }
