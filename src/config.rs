@@ -53,6 +53,57 @@ pub struct Config {
     /// extra cost. `gpucap plan --terraform-state FILE` adds what a Terraform state holds.
     #[serde(default)]
     pub capacity: Vec<CapacityConfig>,
+    /// Where `gpucap apply` keeps its state, journal, audit log and lock.
+    #[serde(default)]
+    pub state: StateSettings,
+}
+
+/// Where `gpucap apply` keeps what it has done.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StateSettings {
+    /// `local`: files in `dir`. Default `local` (the only backend so far).
+    #[serde(default)]
+    pub backend: StateBackendKind,
+    /// The local backend's directory, relative to this file. Default `.gpucap`.
+    #[serde(default = "default_state_dir")]
+    pub dir: PathBuf,
+}
+
+impl Default for StateSettings {
+    fn default() -> Self {
+        StateSettings {
+            backend: StateBackendKind::default(),
+            dir: default_state_dir(),
+        }
+    }
+}
+
+fn default_state_dir() -> PathBuf {
+    PathBuf::from(".gpucap")
+}
+
+/// The state backends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum StateBackendKind {
+    /// A directory on this machine.
+    #[default]
+    Local,
+}
+
+impl<'de> Deserialize<'de> for StateBackendKind {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        match s.as_str() {
+            "local" => Ok(StateBackendKind::Local),
+            "s3" => Err(serde::de::Error::custom(
+                "the `s3` state backend is not available yet; use `local` (the default)",
+            )),
+            other => Err(serde::de::Error::custom(format!(
+                "unknown state backend `{other}`; expected `local`"
+            ))),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -527,6 +578,13 @@ impl Config {
                 ));
             }
         }
+        if self.state.dir.as_os_str().is_empty() {
+            return Err(InputError::new(
+                at("state.dir".into()),
+                "the state directory cannot be empty",
+            )
+            .with_hint("leave `dir` out for the default `.gpucap`"));
+        }
         for (i, c) in self.capacity.iter().enumerate() {
             if Cloud::of_region(&c.region).is_none() {
                 return Err(InputError::new(
@@ -662,6 +720,34 @@ mod tests {
         assert!(err.to_string().contains("not a duration"), "{err}");
         let err = parse("[pools.x]\naccelerator = \"h100\"\nregions = [\"Mars\"]\n").unwrap_err();
         assert_eq!(err.location.field.as_deref(), Some("pools.x.regions[0]"));
+    }
+
+    #[test]
+    fn state_section_defaults_to_local_dot_gpucap_and_rejects_other_backends() {
+        let c = parse("").unwrap();
+        assert_eq!(c.state.backend, StateBackendKind::Local);
+        assert_eq!(c.state.dir, PathBuf::from(".gpucap"));
+        let c = parse("[state]\nbackend = \"local\"\ndir = \"ops/state\"\n").unwrap();
+        assert_eq!(c.state.dir, PathBuf::from("ops/state"));
+        let err = parse("[state]\nbackend = \"s3\"\n").unwrap_err();
+        assert_eq!(
+            err.location.field.as_deref(),
+            Some("state.backend"),
+            "{err}"
+        );
+        assert_eq!(err.location.line, Some(2), "{err}");
+        assert!(
+            err.message
+                .contains("`s3` state backend is not available yet"),
+            "{err}"
+        );
+        let err = parse("[state]\nbackend = \"gcs\"\n").unwrap_err();
+        assert!(err.message.contains("unknown state backend `gcs`"), "{err}");
+        let err = parse("[state]\ndirr = \"x\"\n").unwrap_err();
+        assert_eq!(err.location.field.as_deref(), Some("state.dirr"), "{err}");
+        assert_eq!(err.hint.as_deref(), Some("did you mean `dir`?"));
+        let err = parse("[state]\ndir = \"\"\n").unwrap_err();
+        assert_eq!(err.location.field.as_deref(), Some("state.dir"), "{err}");
     }
 
     #[test]

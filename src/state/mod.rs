@@ -1,4 +1,56 @@
-//! What gpucap learns from infrastructure state that already exists: reservations, capacity
-//! blocks and commitments bought earlier, so that a plan counts them instead of buying again.
+//! What gpucap knows about capacity that already exists, and what it has done itself.
+//!
+//! - [`terraform`] reads reservations, capacity blocks and commitments bought earlier from a
+//!   Terraform state, so that a plan counts them instead of buying again.
+//! - The rest is `gpucap apply`'s own record, behind one [`StateBackend`] (today
+//!   [`LocalBackend`], a directory; S3 next): the [`State`] of what gpucap created
+//!   (`state.json`), the write-ahead [`journal`] of every cloud call (`journal.jsonl`), the
+//!   [`audit`] log (`audit.jsonl`) and the [`lock`] that keeps two runs from buying the same
+//!   thing. Credentials never reach the journal or the audit log ([`redact`]).
+//!
+//! An executor uses it like this:
+//!
+//! ```no_run
+//! # use gpucap_provider::capacity::Idempotency;
+//! # async fn run(backend: &dyn gpucap::state::StateBackend, run: &str, id: &Idempotency)
+//! #     -> Result<(), gpucap::state::StateError> {
+//! use std::time::Duration;
+//! use gpucap::state::{JournalRecord, LockOptions, State, Step, journal};
+//!
+//! let guard = backend.lock(&LockOptions::new("apply").timeout(Duration::from_secs(60))).await?;
+//! let mut state = backend.read_state().await?.unwrap_or_default();
+//! // Anything in flight from a crashed run is settled first.
+//! let history = backend.read_journal().await?;
+//! for pending in journal::unresolved(&history.records) {
+//!     // ... find it by its `gpucap:intent` tag, then record what was found:
+//!     backend.append_journal(&guard, pending.next(Step::Reconciled)).await?;
+//! }
+//! // Each call: intent, sent (both durable), the call, then its outcome.
+//! let intent = backend
+//!     .append_journal(&guard, JournalRecord::intent(run, id, "ec2:PurchaseCapacityBlock", serde_json::json!({})))
+//!     .await?;
+//! let sent = backend.append_journal(&guard, intent.next(Step::Sent)).await?;
+//! // ... send; on success:
+//! backend.append_journal(&guard, sent.done("cr-0123", Some("req-1"))).await?;
+//! // state.upsert(resource);
+//! backend.write_state(&guard, &mut state).await?;
+//! guard.unlock().await?;
+//! # Ok(()) }
+//! ```
 
+pub mod audit;
+pub mod backend;
+pub mod error;
+mod fsio;
+pub mod journal;
+pub mod lock;
+pub mod managed;
+pub mod redact;
 pub mod terraform;
+
+pub use audit::{AuditLog, AuditRecord};
+pub use backend::{LocalBackend, StateBackend};
+pub use error::StateError;
+pub use journal::{Journal, JournalRead, JournalRecord, Step};
+pub use lock::{LockGuard, LockInfo, LockOptions};
+pub use managed::{ManagedResource, ResourceStatus, StalePlan, State, StateRef};
