@@ -214,7 +214,7 @@ impl AwsCapacity {
         // The whole policy is sent back with only the distribution changed: an update that
         // carried the distribution alone would drop the overrides on some implementations.
         let policy = MixedInstancesPolicy::builder()
-            .set_launch_template(current.launch_template().cloned())
+            .set_launch_template(current.launch_template().map(resend))
             .instances_distribution(distribution(current.instances_distribution(), on_demand))
             .build();
         if dry_run {
@@ -242,6 +242,27 @@ impl AwsCapacity {
             request_id: out.request_id().map(str::to_string),
         })
     }
+}
+
+/// A described launch template setting, fit to be sent back: Describe names the template by
+/// id *and* name, a request must name it by exactly one.
+fn resend(current: &AsgLaunchTemplate) -> AsgLaunchTemplate {
+    let spec = current.launch_template_specification().map(|s| {
+        let by_id = s.launch_template_id().is_some();
+        LaunchTemplateSpecification::builder()
+            .set_launch_template_id(s.launch_template_id().map(str::to_string))
+            .set_launch_template_name(
+                (!by_id)
+                    .then(|| s.launch_template_name().map(str::to_string))
+                    .flatten(),
+            )
+            .set_version(s.version().map(str::to_string))
+            .build()
+    });
+    AsgLaunchTemplate::builder()
+        .set_launch_template_specification(spec)
+        .set_overrides(Some(current.overrides().to_vec()))
+        .build()
 }
 
 /// `on_demand` instances on-demand, every one above them spot; other settings kept.
