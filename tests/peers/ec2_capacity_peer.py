@@ -228,8 +228,11 @@ class Peer:
             "state": self.state_of(r),
             "start": iso(r["start"]),
             "end": iso(r["end"]),
+            "end_date_type": r["end_date_type"],
+            "delivery_preference": r.get("delivery_preference"),
             "client_token": r.get("client_token"),
             "offering_id": r.get("offering_id"),
+            "tag_resource_types": r["tag_resource_types"],
             "tags": r["tags"],
         }
 
@@ -327,6 +330,7 @@ class Peer:
         fn = getattr(self, "do_" + action)
         with self.lock:
             tags = tag_specs(p)
+            self.tag_resource_types = tag_resource_types(p)
             if action in MUTATING:
                 self.note_intent_locked(tags, "requests")
             return fn(p, tags)
@@ -431,6 +435,7 @@ class Peer:
             "state": "live",
             "tags": tags,
             "offering_id": oid,
+            "tag_resource_types": self.tag_resource_types,
             "capacity_block_id": self.new_id("cb"),
             "visible_at": t + timedelta(seconds=self.describe_delay_locked()),
         }
@@ -442,6 +447,7 @@ class Peer:
                 "offering_id": oid,
                 "intent": tags.get(INTENT_TAG),
                 "tags": tags,
+                "tag_resource_types": self.tag_resource_types,
                 "time": iso(t),
             }
         )
@@ -533,6 +539,7 @@ class Peer:
             "state": "live",
             "tags": tags,
             "client_token": token,
+            "tag_resource_types": self.tag_resource_types,
             "visible_at": t + timedelta(seconds=self.describe_delay_locked()),
         }
         if start is not None:
@@ -753,6 +760,17 @@ def tag_specs(p):
                 m += 1
             n += 1
     return tags
+
+
+def tag_resource_types(p):
+    """The ResourceType of every TagSpecification(s).N, in order."""
+    out = []
+    for prefix in ("TagSpecification", "TagSpecifications"):
+        n = 1
+        while ("%s.%d.ResourceType" % (prefix, n)) in p:
+            out.append(p["%s.%d.ResourceType" % (prefix, n)])
+            n += 1
+    return out
 
 
 def error_xml(code, message, request_id, autoscaling=False):

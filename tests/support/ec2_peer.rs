@@ -57,7 +57,12 @@ impl Ec2Peer {
     /// The peer alone, under the system `python3`, selling `config`'s offerings
     /// (`{"offerings": [...]}`, see the script's header).
     pub fn start(config: &Value) -> Ec2Peer {
-        Self::spawn(PathBuf::from("python3"), None, None, config)
+        Self::start_with_python("python3", config)
+    }
+
+    /// The peer alone, under the given Python 3.
+    pub fn start_with_python(python: impl Into<PathBuf>, config: &Value) -> Ec2Peer {
+        Self::spawn(python.into(), None, None, config)
     }
 
     /// moto's server behind the peer (from the test venv, built on first use), so that the

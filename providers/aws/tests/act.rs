@@ -163,6 +163,10 @@ async fn purchase_buys_exactly_one_block_tagged_with_the_intent() {
     assert_eq!(bought[0]["offering_id"], OFFER_A);
     assert_eq!(bought[0]["intent"], "intent-purchase-1");
     assert_eq!(bought[0]["tags"][tag::MANAGED_BY], tag::MANAGED_BY_VALUE);
+    assert_eq!(
+        bought[0]["tag_resource_types"],
+        json!(["capacity-reservation"])
+    );
     assert_eq!(peer.calls("PurchaseCapacityBlock"), 1);
 
     // Payment settles: Describe shows it scheduled for its window.
@@ -371,6 +375,12 @@ async fn create_reservation_twice_with_one_token_reserves_once() {
     assert_eq!(made.len(), 1, "{made:#?}");
     assert_eq!(made[0]["client_token"], "gpucap-01234567-odcr-8");
     assert_eq!(made[0]["tags"][tag::INTENT], "intent-odcr-8");
+    assert_eq!(
+        made[0]["tag_resource_types"],
+        json!(["capacity-reservation"])
+    );
+    assert_eq!(made[0]["state"], "active", "starts now: not future-dated");
+    assert_eq!(made[0]["end_date_type"], "limited");
     // It ends by itself at the end of the need.
     let end = DateTime::parse_from_rfc3339(made[0]["end"].as_str().unwrap()).unwrap();
     assert_eq!(end.timestamp(), request.end.timestamp());
@@ -830,4 +840,73 @@ async fn groups_and_templates_without_the_managed_by_tag_are_never_touched() {
         false,
     );
     assert_eq!(scaled.await.unwrap_err().kind, ActErrorKind::NotFound);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_reservation_far_ahead_is_future_dated() {
+    let peer = Ec2Peer::start(&offerings());
+    let cap = capacity(&peer).await;
+    let start = Utc::now() + chrono::Duration::days(10);
+    let request = ReservationRequest {
+        start,
+        end: start + chrono::Duration::days(14),
+        ..reservation_request("us-east-1a", 2)
+    };
+    let done = cap
+        .create_reservation(&request, &id("odcr-12", "i12"), false)
+        .await
+        .unwrap();
+    assert_eq!(done.resource.state, "scheduled");
+    let made = reservations(&peer);
+    assert_eq!(made[0]["delivery_preference"], "incremental");
+    let recorded = DateTime::parse_from_rfc3339(made[0]["start"].as_str().unwrap()).unwrap();
+    assert_eq!(recorded.timestamp(), start.timestamp());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn faults_pick_calls_by_index_and_repeat_with_the_seed() {
+    let peer = Ec2Peer::start(&offerings());
+    let cap = capacity(&peer).await;
+    // Only the second call is throttled; the third, with the same token, is the first one's.
+    peer.set_faults(&json!({"seed": 3, "rules": [
+        {"fault": "throttle", "action": "CreateCapacityReservation", "calls": [2]}
+    ]}));
+    let request = reservation_request("us-east-1a", 1);
+    let id = id("odcr-13", "i13");
+    let first = cap.create_reservation(&request, &id, false).await.unwrap();
+    let err = cap
+        .create_reservation(&request, &id, false)
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind, ActErrorKind::Throttled);
+    let third = cap.create_reservation(&request, &id, false).await.unwrap();
+    assert_eq!(first.resource.id, third.resource.id);
+    assert_eq!(reservations(&peer).len(), 1);
+
+    // A probabilistic fault fires on the same calls for the same seed.
+    let mut patterns = Vec::new();
+    for _ in 0..2 {
+        peer.set_faults(&json!({"seed": 42, "rules": [
+            {"fault": "status", "status": 500, "action": "DescribeCapacityReservations", "probability": 0.5}
+        ]}));
+        let mut failed = Vec::new();
+        for _ in 0..12 {
+            let seen = cap
+                .describe(REGION, ResourceKind::Reservation, &first.resource.id)
+                .await;
+            failed.push(seen.is_err());
+        }
+        patterns.push(failed);
+    }
+    assert_eq!(patterns[0], patterns[1]);
+    assert!(
+        patterns[0].contains(&true) && patterns[0].contains(&false),
+        "{patterns:?}"
+    );
+}
+
+#[test]
+#[should_panic(expected = "the AWS act tests need Python 3 on PATH")]
+fn a_missing_python_fails_and_says_so() {
+    Ec2Peer::start_with_python("/nonexistent/python3", &offerings());
 }
