@@ -4,8 +4,12 @@
 //!
 //! Pure parsing and normalising live in their own modules (`price_list`, `spot`,
 //! `capacity_blocks`, `instance_types`, `placement`, `normalise`); `client` is the only module
-//! that talks to AWS, and `fetch` runs a whole pricing pass that survives partial failure.
+//! of the pricing half that talks to AWS, and `fetch` runs a whole pricing pass that survives
+//! partial failure.
+//!
+//! The act half, [`act`], buys, reserves, scales and releases capacity ([`AwsCapacity`]).
 
+pub mod act;
 pub mod anomaly;
 pub mod capacity_blocks;
 pub mod client;
@@ -21,6 +25,7 @@ pub mod provider;
 pub mod retry;
 pub mod spot;
 
+pub use act::{AwsCapacity, AwsCapacityConfig};
 pub use anomaly::{Anomaly, AnomalyReason};
 pub use client::AwsClients;
 pub use config::{AwsConfig, CapacityBlockQuery, StaticCredentials};
