@@ -4,7 +4,6 @@
 
 use std::time::Duration;
 
-
 /// min cost·x  s.t.  row_lower ≤ A x ≤ row_upper,  lower ≤ x ≤ upper,  x integer where asked.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Mip {
@@ -57,10 +56,6 @@ impl Mip {
 
     pub fn num_nonzeros(&self) -> usize {
         self.entries.len()
-    }
-
-    pub fn has_integers(&self) -> bool {
-        self.integer.iter().any(|&i| i)
     }
 
     pub fn row(&self, r: usize) -> &[(usize, f64)] {

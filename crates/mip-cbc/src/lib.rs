@@ -278,6 +278,9 @@ mod tests {
             let handles: Vec<_> = (0..8).map(|_| s.spawn(run)).collect();
             handles.into_iter().map(|h| h.join().unwrap()).collect()
         });
-        assert!(results.iter().all(|&r| (r + 20.0).abs() < 1e-9), "{results:?}");
+        assert!(
+            results.iter().all(|&r| (r + 20.0).abs() < 1e-9),
+            "{results:?}"
+        );
     }
 }
