@@ -206,9 +206,10 @@ mod tests {
 
     /// max 5x + 4y s.t. 6x + 4y ≤ 24, x + 2y ≤ 6, integer: optimum 20 at (4, 0); the
     /// relaxation's optimum is 21 at (3, 1.5), so branch and bound has work to do.
-    #[test]
-    fn solves_a_small_integer_program_to_optimality() {
-        let p = Problem {
+    /// max 5x + 4y s.t. 6x + 4y ≤ 24, x + 2y ≤ 6, integer: optimum 20 at (4, 0); the
+    /// relaxation's optimum is 21 at (3, 1.5), so branch and bound has work to do.
+    fn small_integer_program() -> Problem<'static> {
+        Problem {
             cost: &[-5.0, -4.0],
             lower: &[0.0, 0.0],
             upper: &[f64::INFINITY, f64::INFINITY],
@@ -218,8 +219,12 @@ mod tests {
             col_start: &[0, 2, 4],
             row_index: &[0, 1, 0, 1],
             value: &[6.0, 1.0, 4.0, 2.0],
-        };
-        let s = solve(&p, &limits()).unwrap();
+        }
+    }
+
+    #[test]
+    fn solves_a_small_integer_program_to_optimality() {
+        let s = solve(&small_integer_program(), &limits()).unwrap();
         assert_eq!(s.status, Status::Optimal);
         assert!((s.objective + 20.0).abs() < 1e-9, "{s:?}");
         assert!((s.values[0] - 4.0).abs() < 1e-9 && s.values[1].abs() < 1e-9);
@@ -261,18 +266,9 @@ mod tests {
     #[test]
     fn parallel_solves_agree() {
         let run = || {
-            let p = Problem {
-                cost: &[-5.0, -4.0],
-                lower: &[0.0, 0.0],
-                upper: &[f64::INFINITY, f64::INFINITY],
-                integer: &[true, true],
-                row_lower: &[f64::NEG_INFINITY, f64::NEG_INFINITY],
-                row_upper: &[24.0, 6.0],
-                col_start: &[0, 2, 4],
-                row_index: &[0, 1, 0, 1],
-                value: &[6.0, 1.0, 4.0, 2.0],
-            };
-            solve(&p, &limits()).unwrap().objective
+            solve(&small_integer_program(), &limits())
+                .unwrap()
+                .objective
         };
         let results: Vec<f64> = std::thread::scope(|s| {
             let handles: Vec<_> = (0..8).map(|_| s.spawn(run)).collect();
