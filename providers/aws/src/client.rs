@@ -39,31 +39,13 @@ impl AwsClients {
     /// Loads the default credential chain (or the configured static keys) and fails with
     /// [`AwsError::MissingCredentials`] when it yields nothing, so the caller can skip AWS.
     pub async fn connect(config: AwsConfig) -> Result<Self, AwsError> {
-        let mut loader = aws_config::defaults(BehaviorVersion::latest())
+        let loader = aws_config::defaults(BehaviorVersion::latest())
             .region(Region::new(config.pricing_region.clone()))
             // Retries are ours (crate::retry), so that throttling behaviour is testable.
             .retry_config(RetryConfig::disabled());
-        if let Some(c) = &config.static_credentials {
-            loader = loader.credentials_provider(Credentials::new(
-                c.access_key_id.clone(),
-                c.secret_access_key.clone(),
-                None,
-                None,
-                "gpucap-static",
-            ));
-        }
-        let sdk = loader.load().await;
-        let provider = sdk
-            .credentials_provider()
-            .ok_or_else(|| AwsError::MissingCredentials {
-                detail: "no credential provider configured".into(),
-            })?;
-        provider
-            .provide_credentials()
+        let sdk = load_with_credentials(loader, config.static_credentials.as_ref())
             .await
-            .map_err(|e| AwsError::MissingCredentials {
-                detail: aws_smithy_types::error::display::DisplayErrorContext(&e).to_string(),
-            })?;
+            .map_err(|detail| AwsError::MissingCredentials { detail })?;
         Ok(AwsClients { config, sdk })
     }
 
@@ -363,4 +345,32 @@ fn devices(info: &InstanceTypeInfo) -> Option<(String, Vec<DeviceInfo>)> {
 
 fn to_chrono(t: &aws_smithy_types::DateTime) -> Option<DateTime<Utc>> {
     DateTime::from_timestamp(t.secs(), t.subsec_nanos())
+}
+
+/// Loads an SDK configuration with the configured static keys (or the default chain) and checks
+/// that credentials resolve, so that a caller without any fails before its first request. The
+/// error is a description of what was tried; the chain's errors name sources (profile, IMDS,
+/// environment), never secret values. Shared by the price and the act clients.
+pub(crate) async fn load_with_credentials(
+    mut loader: aws_config::ConfigLoader,
+    static_credentials: Option<&crate::config::StaticCredentials>,
+) -> Result<SdkConfig, String> {
+    if let Some(c) = static_credentials {
+        loader = loader.credentials_provider(Credentials::new(
+            c.access_key_id.clone(),
+            c.secret_access_key.clone(),
+            None,
+            None,
+            "gpucap-static",
+        ));
+    }
+    let sdk = loader.load().await;
+    let provider = sdk
+        .credentials_provider()
+        .ok_or_else(|| "no credential provider configured".to_string())?;
+    provider
+        .provide_credentials()
+        .await
+        .map_err(|e| aws_smithy_types::error::display::DisplayErrorContext(&e).to_string())?;
+    Ok(sdk)
 }

@@ -9,10 +9,9 @@ use std::time::Duration;
 use aws_config::retry::RetryConfig;
 use aws_config::timeout::TimeoutConfig;
 use aws_config::{BehaviorVersion, Region, SdkConfig};
-use aws_credential_types::Credentials;
-use aws_credential_types::provider::ProvideCredentials;
 use gpucap_provider::capacity::{ActError, ActErrorKind, ActResult};
 
+use crate::client::load_with_credentials;
 use crate::config::{ENDPOINT_ENV, StaticCredentials};
 
 /// Where and how [`AwsCapacity`] connects.
@@ -95,7 +94,7 @@ impl AwsCapacity {
     /// Connects as configured. Fails with [`ActErrorKind::Auth`] when no credentials can be
     /// resolved, before any request is made.
     pub async fn with_config(config: AwsCapacityConfig) -> ActResult<Self> {
-        let mut loader = aws_config::defaults(BehaviorVersion::latest())
+        let loader = aws_config::defaults(BehaviorVersion::latest())
             .region(Region::new(config.region.clone()))
             .retry_config(RetryConfig::disabled())
             .timeout_config(
@@ -104,30 +103,15 @@ impl AwsCapacity {
                     .operation_timeout(config.operation_timeout)
                     .build(),
             );
-        if let Some(c) = &config.static_credentials {
-            loader = loader.credentials_provider(Credentials::new(
-                c.access_key_id.clone(),
-                c.secret_access_key.clone(),
-                None,
-                None,
-                "gpucap-static",
-            ));
-        }
-        let sdk = loader.load().await;
-        let no_credentials = |detail: String| ActError {
-            api: "connect".into(),
-            kind: ActErrorKind::Auth,
-            code: None,
-            message: format!("no AWS credentials found in the default chain: {detail}"),
-            request_id: None,
-        };
-        let provider = sdk
-            .credentials_provider()
-            .ok_or_else(|| no_credentials("no credential provider configured".into()))?;
-        provider.provide_credentials().await.map_err(|e| {
-            // The chain's errors name sources (profile, IMDS, env), never secret values.
-            no_credentials(aws_smithy_types::error::display::DisplayErrorContext(&e).to_string())
-        })?;
+        let sdk = load_with_credentials(loader, config.static_credentials.as_ref())
+            .await
+            .map_err(|detail| ActError {
+                api: "connect".into(),
+                kind: ActErrorKind::Auth,
+                code: None,
+                message: format!("no AWS credentials found in the default chain: {detail}"),
+                request_id: None,
+            })?;
         Ok(AwsCapacity { config, sdk })
     }
 
