@@ -288,12 +288,7 @@ mod tests {
     use crate::state::managed::tests::block;
     use gpucap_provider::capacity::Idempotency;
 
-    fn rt() -> tokio::runtime::Runtime {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_time()
-            .build()
-            .unwrap()
-    }
+    use crate::state::test_runtime as rt;
 
     fn lock(b: &LocalBackend) -> LockGuard {
         rt().block_on(b.lock(&LockOptions::new("apply"))).unwrap()

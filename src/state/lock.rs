@@ -387,12 +387,7 @@ mod tests {
     use std::process::{Command, Stdio};
     use std::sync::mpsc;
 
-    fn rt() -> tokio::runtime::Runtime {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_time()
-            .build()
-            .unwrap()
-    }
+    use crate::state::test_runtime as rt;
 
     fn take(path: &Path, timeout_ms: u64) -> Result<LockGuard, StateError> {
         let options = LockOptions::new("apply")

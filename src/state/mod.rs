@@ -54,3 +54,12 @@ pub use error::StateError;
 pub use journal::{Journal, JournalRead, JournalRecord, Step};
 pub use lock::{LockGuard, LockInfo, LockOptions};
 pub use managed::{ManagedResource, ResourceStatus, StalePlan, State, StateRef};
+
+/// A current-thread runtime for the state tests, which drive the async backend by hand.
+#[cfg(test)]
+pub(crate) fn test_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap()
+}

@@ -176,8 +176,14 @@ pub struct CloudResource {
 impl CloudResource {
     /// Whether its tags say gpucap created it.
     pub fn managed_by_gpucap(&self) -> bool {
-        self.tags.get(tag::MANAGED_BY).map(String::as_str) == Some(tag::MANAGED_BY_VALUE)
+        managed_by_gpucap(&self.tags)
     }
+}
+
+/// Whether a resource's tags say gpucap created it: the one rule for what gpucap may modify or
+/// delete.
+pub fn managed_by_gpucap(tags: &BTreeMap<String, String>) -> bool {
+    tags.get(tag::MANAGED_BY).map(String::as_str) == Some(tag::MANAGED_BY_VALUE)
 }
 
 /// Why a mutating call did not succeed, classified the same way on every cloud.

@@ -45,13 +45,15 @@ pub(crate) fn tag_spec(kind: ResourceType, tags: &BTreeMap<String, String>) -> T
 }
 
 pub(crate) fn ec2_tags(tags: &[Ec2Tag]) -> BTreeMap<String, String> {
-    tags.iter()
-        .filter_map(|t| {
-            Some((
-                t.key()?.to_string(),
-                t.value().unwrap_or_default().to_string(),
-            ))
-        })
+    tag_map(tags.iter().map(|t| (t.key(), t.value())))
+}
+
+/// Key-value pairs as a map; tags without a key are dropped, a missing value is empty.
+fn tag_map<'a>(
+    pairs: impl Iterator<Item = (Option<&'a str>, Option<&'a str>)>,
+) -> BTreeMap<String, String> {
+    pairs
+        .filter_map(|(k, v)| Some((k?.to_string(), v.unwrap_or_default().to_string())))
         .collect()
 }
 
@@ -76,18 +78,7 @@ pub(crate) fn asg_tags(
 pub(crate) fn asg_tag_map(
     tags: &[aws_sdk_autoscaling::types::TagDescription],
 ) -> BTreeMap<String, String> {
-    tags.iter()
-        .filter_map(|t| {
-            Some((
-                t.key()?.to_string(),
-                t.value().unwrap_or_default().to_string(),
-            ))
-        })
-        .collect()
-}
-
-pub(crate) fn managed(tags: &BTreeMap<String, String>) -> bool {
-    tags.get(tag::MANAGED_BY).map(String::as_str) == Some(tag::MANAGED_BY_VALUE)
+    tag_map(tags.iter().map(|t| (t.key(), t.value())))
 }
 
 /// The refusal for a resource gpucap did not create.

@@ -21,14 +21,12 @@ use aws_sdk_ec2::types::{
 use gpucap_provider::BoxFuture;
 use gpucap_provider::capacity::{
     ActError, ActErrorKind, ActResult, CloudResource, Done, Idempotency, Placement, PoolSize,
-    PoolSpec, Pools, ResourceKind,
+    PoolSpec, Pools, ResourceKind, managed_by_gpucap,
 };
 
 use super::AwsCapacity;
 use super::classify::{classify, refuse};
-use super::convert::{
-    asg_tag_map, asg_tags, count, ec2_tags, managed, not_managed, pool, tag_spec,
-};
+use super::convert::{asg_tag_map, asg_tags, count, ec2_tags, not_managed, pool, tag_spec};
 
 const CREATE_LT: &str = "CreateLaunchTemplate";
 const CREATE_ASG: &str = "CreateAutoScalingGroup";
@@ -63,7 +61,7 @@ impl AwsCapacity {
         let max_size = count(CREATE_ASG, "max size", spec.max_size)?;
 
         if let Some(group) = self.group(region, &spec.name).await? {
-            if !managed(&asg_tag_map(group.tags())) {
+            if !managed_by_gpucap(&asg_tag_map(group.tags())) {
                 return Err(not_managed(CREATE_ASG, "Auto Scaling group", &spec.name));
             }
             // There already; a pool is never re-shaped behind the plan's back.
@@ -76,7 +74,7 @@ impl AwsCapacity {
         let template = self.launch_template_named(region, &spec.name).await?;
         let mut request_id = None;
         match template {
-            Some(t) if !managed(&ec2_tags(t.tags())) => {
+            Some(t) if !managed_by_gpucap(&ec2_tags(t.tags())) => {
                 return Err(not_managed(CREATE_LT, "launch template", &spec.name));
             }
             Some(_) => {}
@@ -145,7 +143,7 @@ impl AwsCapacity {
                     return Err(e);
                 }
                 match self.group(region, &spec.name).await? {
-                    Some(g) if managed(&asg_tag_map(g.tags())) => {}
+                    Some(g) if managed_by_gpucap(&asg_tag_map(g.tags())) => {}
                     _ => return Err(not_managed(CREATE_ASG, "Auto Scaling group", &spec.name)),
                 }
             }
@@ -182,7 +180,7 @@ impl AwsCapacity {
                 format!("Auto Scaling group `{name}` does not exist in {region}"),
             ));
         };
-        if !managed(&asg_tag_map(group.tags())) {
+        if !managed_by_gpucap(&asg_tag_map(group.tags())) {
             return Err(not_managed(UPDATE_ASG, "Auto Scaling group", name));
         }
         let desired = size

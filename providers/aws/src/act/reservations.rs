@@ -19,7 +19,8 @@ use gpucap_provider::capacity::{
 
 use super::AwsCapacity;
 use super::classify::{classify, refuse};
-use super::convert::{count, managed, not_managed, reservation, tag_spec, to_smithy};
+use super::convert::{count, not_managed, reservation, tag_spec, to_smithy};
+use gpucap_provider::capacity::managed_by_gpucap;
 
 const CREATE: &str = "CreateCapacityReservation";
 const MODIFY: &str = "ModifyCapacityReservation";
@@ -118,7 +119,7 @@ impl AwsCapacity {
                 format!("`{id}` is a Capacity Block: AWS cannot modify or cancel it"),
             ));
         }
-        if !managed(&found.tags) {
+        if !managed_by_gpucap(&found.tags) {
             return Err(not_managed(api, "capacity reservation", id));
         }
         Ok(found)
