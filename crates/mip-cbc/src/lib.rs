@@ -127,7 +127,6 @@ pub fn solve(problem: &Problem<'_>, limits: &Limits) -> Result<Solution, Error> 
     // `rows` rows, `col_start[cols]` non-zeros, every row index below `rows`); the shim
     // writes `cols` values into `values` and one double each into `objective` and `bound`,
     // and catches every C++ exception before returning.
-    #[allow(unsafe_code)]
     let status = unsafe {
         gpucap_mip_cbc_solve(
             num_cols,
