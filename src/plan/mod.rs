@@ -10,6 +10,7 @@
 //! down in `policies/README.md`; the rest is for people, charts and renderers.
 
 pub mod build;
+pub mod due;
 pub mod fingerprint;
 
 use serde::{Deserialize, Serialize};
@@ -44,6 +45,11 @@ pub struct Plan {
     /// The budget gates' decisions on this plan (empty until evaluated).
     #[serde(default)]
     pub gates: Decisions,
+    /// The apply state (lineage and serial) the plan was made against; absent when there was
+    /// no state yet. `apply` refuses the plan when another operation has written the state
+    /// since.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<crate::state::StateRef>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -196,6 +202,11 @@ impl ActionKind {
             ActionKind::RunSpot => "run_spot",
             ActionKind::Release => "release",
         }
+    }
+
+    /// Runs: instances a pool runs for a while, not purchases.
+    pub fn is_run(self) -> bool {
+        matches!(self, ActionKind::RunOnDemand | ActionKind::RunSpot)
     }
 
     /// Term purchases: bought once for the first stage, shared by every scenario.
