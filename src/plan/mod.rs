@@ -210,8 +210,17 @@ impl ActionKind {
 /// One dated thing to do.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Action {
-    /// Stable, readable id from kind, pool, place, instance type and start (not list positions),
-    /// so re-plans that change one pool change only its actions.
+    /// Stable, readable id made from what the action buys: kind, pool, cloud, place (zone, else
+    /// region), instance type, instance count, and the absolute start (UTC) and length of the
+    /// window, e.g. `block-h100-us-aws-us-east-1-p5-48xlarge-4x-20270105t1130-7d` (times are
+    /// `YYYYMMDD`, with `tHHMM` when not midnight; lengths `7d`, `1d12h`, `30m`). A `release`
+    /// is named after the reservation it ends (`release-` and the same parts). Lowercase ASCII
+    /// letters, digits and single dashes; a true duplicate in one plan gets `-2`, `-3`, ….
+    ///
+    /// Never the plan's day, hours from the horizon start or list positions: re-planning the
+    /// same need on another day gives the same id, a changed need (other count, other window)
+    /// a new one, and a re-plan that changes one pool changes only its actions. Journals,
+    /// idempotency tokens, cloud tags and Terraform module names can be keyed on it.
     pub id: String,
     pub kind: ActionKind,
     pub pool: String,
