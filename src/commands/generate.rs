@@ -9,7 +9,7 @@ use anyhow::Context;
 use chrono::Utc;
 use clap::{Args, ValueEnum};
 
-use crate::cli::{GlobalArgs, Outcome};
+use crate::commands::common::{GlobalArgs, Outcome};
 use crate::diagnostic::{InputError, Location};
 use crate::plan::{PLAN_SCHEMA, Plan};
 use crate::render::terraform::{self, Format, Options};

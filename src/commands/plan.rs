@@ -13,7 +13,7 @@ use chrono::{DateTime, Utc};
 use clap::{Args, ValueEnum};
 use gpucap_provider::{Cloud, Offer, Query};
 
-use crate::cli::{GlobalArgs, Outcome, exit};
+use crate::commands::common::{GlobalArgs, Outcome, exit, stdout, stdout_color};
 use crate::commands::project::{Project, write_atomically};
 use crate::commands::quotes::{self, Sources};
 use crate::config::CapacityConfig;
@@ -226,10 +226,10 @@ pub fn run(global: &GlobalArgs, args: PlanArgs) -> anyhow::Result<Outcome> {
         PlanFormat::Json => serde_json::to_string_pretty(&plan)? + "\n",
         PlanFormat::Markdown => crate::render::markdown::markdown(&plan),
         PlanFormat::Table => {
-            crate::render::plan_summary::summary(&plan, crate::cli::stdout_color(global.color))
+            crate::render::plan_summary::summary(&plan, stdout_color(global.color))
         }
     };
-    crate::cli::stdout(&text)?;
+    stdout(&text)?;
     // The summary shows the gates itself; with data on stdout they go to stderr.
     if !global.quiet && args.format != PlanFormat::Table {
         eprint!("{}", plan.gates.report());

@@ -9,7 +9,7 @@ use chrono::{DateTime, Utc};
 use clap::{Args, Subcommand};
 use serde_json::Value;
 
-use crate::cli::{GlobalArgs, Outcome, exit};
+use crate::commands::common::{GlobalArgs, Outcome, exit};
 use crate::config;
 use crate::diagnostic::{InputError, Location};
 use crate::policy::{self, PolicyEngine, PolicyError, builtin, cases};
