@@ -4,8 +4,9 @@
 //! A plan is the solver's answer turned into dated actions people can review, with the costs,
 //! baselines, risk and gate results beside them, and a fingerprint of every input so that acting
 //! on it later can refuse a plan whose inputs have moved. The types here are plain serde data;
-//! [`build`] makes one from a problem and its solution, [`fingerprint`] hashes the inputs, and
-//! [`due`] picks the actions due in a window (what `generate` and `apply` both act on).
+//! [`build`] makes one from a problem and its solution, [`fingerprint`] hashes the inputs,
+//! [`due`] picks the actions due in a window, and [`read`] reads a saved plan back (what
+//! `generate` and `apply` both start from).
 //!
 //! The fields the gates read (`cost`, `actions`, `campaigns`, `quotes`) are the contract written
 //! down in `policies/README.md`; the rest is for people, charts and renderers.
@@ -13,6 +14,7 @@
 pub mod build;
 pub mod due;
 pub mod fingerprint;
+pub mod read;
 
 use serde::{Deserialize, Serialize};
 
