@@ -18,11 +18,10 @@ use crate::commands::project::{Project, write_atomically};
 use crate::commands::quotes::{self, Sources};
 use crate::config::CapacityConfig;
 use crate::diagnostic::{InputError, Location};
-use crate::plan::Plan;
 use crate::plan::build::{PlanInputs, build};
 use crate::plan::fingerprint::FingerprintBuilder;
+use crate::plan::gates;
 use crate::planner::{self, ExistingCapacity, Planned};
-use crate::policy::{self, PolicyEngine};
 use crate::problem;
 use crate::solver::{self, SolveOptions};
 
@@ -194,7 +193,8 @@ pub fn run(global: &GlobalArgs, args: PlanArgs) -> anyhow::Result<Outcome> {
     })?;
 
     progress.step("evaluating the budget gates");
-    plan.gates = gates(&project, &plan, now)?;
+    plan.gates = gates::gates(&project.config.budget, &project.policy_dirs(), &plan, now)
+        .map_err(crate::commands::policy::input)?;
 
     progress.done();
     if let Some(path) = &args.out {
@@ -374,22 +374,6 @@ fn fingerprint(
     );
     f.add("tool", "gpucap", env!("CARGO_PKG_VERSION").as_bytes());
     Ok(f.finish())
-}
-
-/// The gates' decisions on the plan: built-in policies plus the config's directories.
-fn gates(project: &Project, plan: &Plan, now: DateTime<Utc>) -> anyhow::Result<policy::Decisions> {
-    let dirs: Vec<PathBuf> = project
-        .config
-        .budget
-        .policies
-        .iter()
-        .map(|d| project.root.join(d))
-        .collect();
-    let engine = PolicyEngine::load(&dirs).map_err(crate::commands::policy::input)?;
-    let input = serde_json::to_value(plan)?;
-    engine
-        .evaluate(&input, &policy::budget_data(&project.config.budget), now)
-        .map_err(crate::commands::policy::input)
 }
 
 /// Steps on stderr: a spinner on a terminal, plain lines otherwise; nothing with `--quiet`.

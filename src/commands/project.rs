@@ -64,6 +64,16 @@ impl Project {
         })
     }
 
+    /// The config's `budget.policies` directories, resolved against [`Project::root`].
+    pub fn policy_dirs(&self) -> Vec<PathBuf> {
+        self.config
+            .budget
+            .policies
+            .iter()
+            .map(|d| self.root.join(d))
+            .collect()
+    }
+
     /// The demand curve of this project.
     pub fn demand(&self) -> Result<DemandCurve, InputError> {
         demand::build(&self.config, self.horizon, &self.campaigns, &self.forecasts)

@@ -5,8 +5,9 @@
 //! baselines, risk and gate results beside them, and a fingerprint of every input so that acting
 //! on it later can refuse a plan whose inputs have moved. The types here are plain serde data;
 //! [`build`] makes one from a problem and its solution, [`fingerprint`] hashes the inputs,
-//! [`due`] picks the actions due in a window, and [`read`] reads a saved plan back (what
-//! `generate` and `apply` both start from).
+//! [`gates`] evaluates the budget gates on a plan, [`due`] picks the actions due in a window,
+//! and [`read`] reads a saved plan back. `plan`, `generate` and `apply` share these, so they
+//! agree on what a plan says.
 //!
 //! The fields the gates read (`cost`, `actions`, `campaigns`, `quotes`) are the contract written
 //! down in `policies/README.md`; the rest is for people, charts and renderers.
@@ -14,6 +15,7 @@
 pub mod build;
 pub mod due;
 pub mod fingerprint;
+pub mod gates;
 pub mod read;
 
 use serde::{Deserialize, Serialize};
