@@ -3,13 +3,15 @@
 //! `gpucap apply` must reach the same ones from the same policies, so both call this.
 //!
 //! Loading the policies reads their files; the evaluation itself is pure (the caller passes
-//! `now`).
+//! `now`). The policy files' digests come from the text the engine compiled ([`policy_inputs`]),
+//! so a plan's fingerprint names exactly the policies that judged it.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
 
-use super::Plan;
+use super::fingerprint::input_name;
+use super::{InputDigest, Plan};
 use crate::config::Budget;
 use crate::policy::{self, Decisions, PolicyEngine, PolicyError};
 
@@ -39,6 +41,18 @@ pub fn evaluate(
     engine.evaluate(&input, &policy::budget_data(budget), now)
 }
 
+/// Digests (kind `policy`) of the user policy files `engine` loaded, from the very text it
+/// compiled, named relative to `root` as every input of a plan is. Built-in policies are part of
+/// the gpucap version, which the fingerprint records on its own.
+pub fn policy_inputs(engine: &PolicyEngine, root: &Path) -> Vec<InputDigest> {
+    engine
+        .sources()
+        .iter()
+        .filter(|s| !s.builtin)
+        .map(|s| InputDigest::of("policy", &input_name(root, &s.path), s.text.as_bytes()))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -63,6 +77,25 @@ mod tests {
         assert_eq!(
             gates(&budget, &[dir.path().join("policies")], &plan, Utc::now()).expect("evaluates"),
             decisions
+        );
+    }
+
+    #[test]
+    fn user_policies_are_digested_from_the_text_loaded_and_named_from_the_root() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let policies = dir.path().join("policies/acme");
+        std::fs::create_dir_all(&policies).expect("created");
+        let text = "package gpucap.policies.acme\n\nimport rego.v1\n\ndeny contains d if {\n\tinput.cost.expected_total > 1e12\n\td := {\"rule\": \"acme.huge\", \"message\": \"huge\", \"fix\": \"less\"}\n}\n";
+        std::fs::write(policies.join("huge.rego"), text).expect("written");
+        let engine = PolicyEngine::load(&[dir.path().join("policies")]).expect("loads");
+        assert_eq!(
+            policy_inputs(&engine, dir.path()),
+            [InputDigest::of(
+                "policy",
+                "policies/acme/huge.rego",
+                text.as_bytes()
+            )],
+            "the built-in policies are not inputs of their own"
         );
     }
 }
