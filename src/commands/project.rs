@@ -1,6 +1,7 @@
 //! An infra repo as gpucap sees it: the config file, the calendars and forecasts it names, all
 //! read and checked, with a digest of each file from the very bytes that were parsed. This is
-//! the input edge that `demand` and `plan` share; `plan` fingerprints a plan with these digests.
+//! the input edge that `demand`, `plan` and `apply` share: `plan` fingerprints a plan with these
+//! digests, and `apply` computes them again ([`local_inputs`]) to refuse a stale plan.
 
 use std::path::{Path, PathBuf};
 
@@ -132,6 +133,27 @@ impl Project {
     pub fn demand(&self) -> Result<DemandCurve, InputError> {
         demand::build(&self.config, self.horizon, &self.campaigns, &self.forecasts)
     }
+}
+
+/// The digests of a project's local files as they are now: the config, calendars, forecasts,
+/// user policies, and the given Terraform state files (those a plan was made with, as
+/// `gpucap plan --terraform-state` took them). Compare a saved plan's recorded inputs with them
+/// through [`crate::plan::fingerprint::stale_inputs`]; every file is read and checked as
+/// `gpucap plan` reads it, so a file that no longer parses is an error here too.
+pub fn local_inputs(
+    config_path: &Path,
+    now: DateTime<Utc>,
+    state_files: &[PathBuf],
+) -> anyhow::Result<Vec<InputDigest>> {
+    let project = Project::load(config_path, now)?;
+    let mut inputs = project.inputs.clone();
+    inputs.extend(project.policies()?.inputs);
+    for path in state_files {
+        inputs.push(project.terraform_state(path)?.1);
+    }
+    inputs.sort();
+    inputs.dedup();
+    Ok(inputs)
 }
 
 /// Expands the config's calendar entries (paths or glob patterns) into files, sorted per entry
