@@ -810,3 +810,63 @@ fn re_planning_the_same_need_on_another_day_keeps_its_action_ids() {
     }
     assert_eq!(ids_c.len(), c.actions.len());
 }
+
+#[test]
+fn local_inputs_now_match_the_plans_and_name_what_changed_since() {
+    use gpucap::commands::project::local_inputs;
+    use gpucap::plan::fingerprint::stale_inputs;
+
+    // The approval example reads the quickstart's calendars and forecast, so copy both.
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(&root().join("examples"), dir.path());
+    let config = dir.path().join("approval/gpucap.toml");
+    let state = dir.path().join("show.json");
+    std::fs::copy(root().join("tests/fixtures/terraform/show.json"), &state).unwrap();
+    let run = plan_cmd(
+        &config,
+        &[
+            "--format",
+            "json",
+            "-q",
+            "--terraform-state",
+            state.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let plan: Plan = serde_json::from_str(&run.stdout).unwrap();
+    let recorded = &plan.fingerprint.inputs;
+    let now = NOW.parse().unwrap();
+
+    let current = local_inputs(&config, now, std::slice::from_ref(&state)).unwrap();
+    assert_eq!(stale_inputs(recorded, &current), [], "nothing moved");
+    // Every local file the plan recorded is among them, under the same name and digest.
+    for input in recorded.iter().filter(|i| i.is_local_file()) {
+        assert!(current.contains(input), "{input:?} not in {current:?}");
+    }
+
+    std::fs::write(
+        dir.path().join("quickstart/calendars/llm-team-q1.yaml"),
+        std::fs::read_to_string(dir.path().join("quickstart/calendars/llm-team-q1.yaml")).unwrap()
+            + "\n# edited after planning\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("approval/policies/acme/extra.rego"),
+        "package gpucap.policies.extra\n\nimport rego.v1\n\ndeny contains d if {\n\tinput.cost.expected_total < 0\n\td := {\"rule\": \"extra.negative\", \"message\": \"negative\", \"fix\": \"none\"}\n}\n",
+    )
+    .unwrap();
+    let current = local_inputs(&config, now, &[]).unwrap();
+    let changes: Vec<String> = stale_inputs(recorded, &current)
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    let state_name = state.to_string_lossy().replace('\\', "/");
+    assert_eq!(
+        changes,
+        [
+            "calendar ../quickstart/calendars/llm-team-q1.yaml changed".to_string(),
+            "policy policies/acme/extra.rego was added".to_string(),
+            format!("state {state_name} was removed"),
+        ]
+    );
+}

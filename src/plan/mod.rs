@@ -4,13 +4,19 @@
 //! A plan is the solver's answer turned into dated actions people can review, with the costs,
 //! baselines, risk and gate results beside them, and a fingerprint of every input so that acting
 //! on it later can refuse a plan whose inputs have moved. The types here are plain serde data;
-//! [`build`] makes one from a problem and its solution, [`fingerprint`] hashes the inputs.
+//! [`build`] makes one from a problem and its solution, [`fingerprint`] hashes the inputs and
+//! tells which have moved since, [`gates`] evaluates the budget gates on a plan, [`due`] picks
+//! the actions due in a window, and [`read`] reads a saved plan back. `plan`, `generate` and
+//! `apply` share these, so they agree on what a plan says and when it is stale.
 //!
 //! The fields the gates read (`cost`, `actions`, `campaigns`, `quotes`) are the contract written
 //! down in `policies/README.md`; the rest is for people, charts and renderers.
 
 pub mod build;
+pub mod due;
 pub mod fingerprint;
+pub mod gates;
+pub mod read;
 
 use serde::{Deserialize, Serialize};
 
@@ -295,4 +301,42 @@ pub struct Quote {
     pub offering_id: Option<String>,
     /// Where the price came from in words (API, snapshot entry's URL, file).
     pub origin: String,
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// A plan with nothing in it, for tests to fill in.
+    pub(crate) fn empty_plan() -> Plan {
+        Plan {
+            schema: PLAN_SCHEMA.into(),
+            created_at: "2027-01-01T00:00:00Z".into(),
+            horizon: PlanHorizon {
+                start: "2027-01-01T00:00:00Z".into(),
+                end: "2027-02-01T00:00:00Z".into(),
+                hours: 744,
+            },
+            fingerprint: Fingerprint {
+                digest: String::new(),
+                inputs: Vec::new(),
+            },
+            solution: SolutionSummary {
+                status: "optimal".into(),
+                expected_cost: 0.0,
+                bound: 0.0,
+                term_cost: 0.0,
+            },
+            cost: Cost::default(),
+            baselines: Vec::new(),
+            risk: Risk::default(),
+            actions_scenario: "base".into(),
+            actions: Vec::new(),
+            pools: Vec::new(),
+            campaigns: Vec::new(),
+            quotes: Vec::new(),
+            assumptions: Vec::new(),
+            gates: Decisions::default(),
+        }
+    }
 }
