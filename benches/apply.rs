@@ -9,6 +9,8 @@
 
 #[path = "../tests/support/ec2_peer.rs"]
 mod ec2_peer;
+#[path = "../tests/support/python.rs"]
+mod python;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -32,7 +34,8 @@ fn main() {
     let mut actions = Vec::new();
     let mut offerings = Vec::new();
     for i in 0..ACTIONS {
-        let start = now + chrono::Duration::days(1 + (i / 8) as i64) + chrono::Duration::minutes(690);
+        let start =
+            now + chrono::Duration::days(1 + (i / 8) as i64) + chrono::Duration::minutes(690);
         let days = 1 + (i % 7) as i64;
         let end = start + chrono::Duration::days(days);
         let zone = zones[i % zones.len()];
@@ -157,5 +160,9 @@ fn main() {
     println!("  not done            {not_done}");
     println!("  duplicate purchases {duplicates}");
     assert_eq!(duplicates, 0, "something was bought twice: {sold:?}");
-    assert_eq!(sold.len(), ACTIONS - not_done, "the state and the peer disagree");
+    assert_eq!(
+        sold.len(),
+        ACTIONS - not_done,
+        "the state and the peer disagree"
+    );
 }

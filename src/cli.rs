@@ -1,39 +1,18 @@
 //! The command line: clap types, logging set-up, and the mapping from errors to exit codes.
 //!
-//! clap stays in this module. Each subcommand's arguments are handed to a plain function in
-//! [`crate::commands`], which returns an [`Outcome`]; nothing below this layer sees clap.
+//! The top-level parser stays in this module. Each subcommand's arguments are handed to a plain
+//! function in [`crate::commands`], which returns an [`Outcome`]; what the commands share (the
+//! global flags, exit statuses, stdout) is in [`crate::commands::common`], so that the commands
+//! never depend on this module.
 
 use std::io::IsTerminal;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Parser, Subcommand};
 
 use crate::commands;
+use crate::commands::common::{ColorChoice, GlobalArgs, Outcome, exit};
 use crate::diagnostic::InputError;
-
-/// Exit statuses, documented in the README.
-pub mod exit {
-    /// Success.
-    pub const OK: u8 = 0;
-    /// A runtime failure (I/O, a provider, a bug).
-    pub const ERROR: u8 = 1;
-    /// Bad input: a malformed config, calendar, forecast, problem or plan.
-    pub const INVALID_INPUT: u8 = 2;
-    /// `gpucap plan --detailed-exitcode`: the plan has actions (with that flag, every error
-    /// exits 1, as Terraform's `-detailed-exitcode` does).
-    pub const CHANGES: u8 = 2;
-    /// The budget gates denied the plan.
-    pub const DENIED: u8 = 3;
-}
-
-/// What a command returns when it did not fail.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Outcome(pub u8);
-
-impl Outcome {
-    pub const OK: Outcome = Outcome(exit::OK);
-}
 
 #[derive(Debug, Parser)]
 #[command(
@@ -52,45 +31,6 @@ pub struct Cli {
     pub command: Command,
 }
 
-#[derive(Debug, Args)]
-pub struct GlobalArgs {
-    /// The project configuration.
-    #[arg(
-        short = 'c',
-        long,
-        global = true,
-        default_value = "gpucap.toml",
-        env = "GPUCAP_CONFIG"
-    )]
-    pub config: PathBuf,
-    /// More logging on stderr (-v: debug, -vv: trace). `RUST_LOG` overrides.
-    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
-    pub verbose: u8,
-    /// Only errors on stderr.
-    #[arg(short, long, global = true, conflicts_with = "verbose")]
-    pub quiet: bool,
-    /// When to use colour.
-    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto)]
-    pub color: ColorChoice,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ColorChoice {
-    Auto,
-    Always,
-    Never,
-}
-
-/// How a command prints its result on stdout.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
-pub enum Format {
-    /// Tables and charts for a terminal.
-    #[default]
-    Table,
-    /// Machine-readable JSON.
-    Json,
-}
-
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Write a commented gpucap.toml (and example inputs) into a directory.
@@ -107,6 +47,12 @@ pub enum Command {
     Plan(commands::plan::PlanArgs),
     /// Write the Terraform (or Pulumi) that carries out a plan's actions due now.
     Generate(commands::generate::GenerateArgs),
+    /// Carry out a plan's actions due now through the cloud APIs (like `terraform apply`).
+    Apply(commands::apply::ApplyArgs),
+    /// What gpucap manages: `state list`, `state show ID`.
+    State(commands::state::StateArgs),
+    /// Remove the state lock a killed run left behind (its id is in the waiting run's error).
+    ForceUnlock(commands::state::ForceUnlockArgs),
 }
 
 pub fn main() -> ExitCode {
@@ -124,6 +70,9 @@ pub fn main() -> ExitCode {
             commands::plan::run(&cli.global, args)
         }
         Command::Generate(args) => commands::generate::run(&cli.global, args),
+        Command::Apply(args) => commands::apply::run(&cli.global, args),
+        Command::State(args) => commands::state::run(&cli.global, args),
+        Command::ForceUnlock(args) => commands::state::force_unlock(&cli.global, args),
     };
     match result {
         Ok(Outcome(code)) => ExitCode::from(code),
@@ -132,17 +81,6 @@ pub fn main() -> ExitCode {
             ExitCode::from(exit::ERROR)
         }
         Err(err) => report(&err),
-    }
-}
-
-/// Writes a command's result on stdout. A closed pipe (`gpucap plan | head`) is not an error:
-/// the reader has what it wanted.
-pub fn stdout(text: &str) -> anyhow::Result<()> {
-    use std::io::Write as _;
-    let mut out = std::io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
-        _ => Ok(()),
     }
 }
 
@@ -187,15 +125,4 @@ fn init_logging(global: &GlobalArgs) {
         .with_target(false)
         .without_time()
         .init();
-}
-
-/// Whether stdout output should be coloured.
-pub fn stdout_color(choice: ColorChoice) -> bool {
-    match choice {
-        ColorChoice::Always => true,
-        ColorChoice::Never => false,
-        ColorChoice::Auto => {
-            std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none()
-        }
-    }
 }

@@ -723,13 +723,15 @@ fn toml_error(text: &str, path: &Path, err: &toml::de::Error, field: Option<Stri
     }
 }
 
-/// Reads and parses a config file.
-pub fn load(path: &Path) -> Result<Config, InputError> {
+/// Reads and parses a config file. The text it parsed comes back with it, so that a digest of
+/// the config (a plan's fingerprint) is of exactly what was used, not of a second read.
+pub fn load(path: &Path) -> Result<(Config, String), InputError> {
     let text = std::fs::read_to_string(path).map_err(|e| {
         InputError::in_file(path, format!("cannot read the config: {e}"))
             .with_hint("run `gpucap init` to create one, or pass `--config PATH`")
     })?;
-    Config::parse(&text, path)
+    let config = Config::parse(&text, path)?;
+    Ok((config, text))
 }
 
 #[cfg(test)]

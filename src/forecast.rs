@@ -305,11 +305,13 @@ fn csv_error(path: &Path, e: &csv::Error) -> InputError {
     InputError::new(loc, format!("malformed CSV: {e}"))
 }
 
-/// Reads and parses a forecast file.
-pub fn load(path: &Path, pool: Option<&str>) -> Result<Vec<Series>, InputError> {
+/// Reads and parses a forecast file. The text it parsed comes back with the series, so that a
+/// digest of the forecast is of exactly what was used.
+pub fn load(path: &Path, pool: Option<&str>) -> Result<(Vec<Series>, String), InputError> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| InputError::in_file(path, format!("cannot read the forecast: {e}")))?;
-    parse(&text, path, pool)
+    let series = parse(&text, path, pool)?;
+    Ok((series, text))
 }
 
 #[cfg(test)]

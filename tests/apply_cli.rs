@@ -13,6 +13,8 @@
 
 #[path = "support/ec2_peer.rs"]
 mod ec2_peer;
+#[path = "support/python.rs"]
+mod python;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -68,7 +70,10 @@ impl Project {
     /// `gpucap plan` at `now`, written to `name`; returns the plan.
     fn plan(&self, now: &str, name: &str) -> Value {
         let out = self.path(name);
-        let run = self.run(None, &["plan", "--now", now, "-q", "-o", out.to_str().unwrap()]);
+        let run = self.run(
+            None,
+            &["plan", "--now", now, "-q", "-o", out.to_str().unwrap()],
+        );
         assert!(run.status.success(), "{}", text(&run.stderr));
         serde_json::from_str(&std::fs::read_to_string(out).unwrap()).unwrap()
     }
@@ -81,9 +86,12 @@ impl Project {
             "--now",
             NOW,
             "--auto-approve",
-            "--reconcile-wait",
-            "1s",
+            "--window",
+            "30d",
         ];
+        if !extra.contains(&"--reconcile-wait") {
+            args.extend_from_slice(&["--reconcile-wait", "1s"]);
+        }
         args.extend_from_slice(extra);
         self.run(Some(peer), &args)
     }
@@ -169,7 +177,11 @@ fn a_plan_is_applied_once_and_a_rerun_has_nothing_to_do() {
 
     let again = project.apply(&peer, "plan.json", &[]);
     assert!(again.status.success(), "{}", text(&again.stderr));
-    assert!(text(&again.stdout).contains("Already done earlier"), "{}", text(&again.stdout));
+    assert!(
+        text(&again.stdout).contains("Already done earlier"),
+        "{}",
+        text(&again.stdout)
+    );
     assert_eq!(purchases(&peer), bought, "nothing bought on the re-run");
 
     // The audit log names the purchases and never the secret key.
@@ -178,7 +190,10 @@ fn a_plan_is_applied_once_and_a_rerun_has_nothing_to_do() {
     for file in ["audit.jsonl", "journal.jsonl", "state.json"] {
         let body = std::fs::read_to_string(project.path(&format!(".gpucap/{file}"))).unwrap();
         assert!(!body.contains(SECRET), "{file} holds the secret key");
-        assert!(!body.contains("peer-access-key"), "{file} holds the access key");
+        assert!(
+            !body.contains("peer-access-key"),
+            "{file} holds the access key"
+        );
     }
     assert!(!out.contains(SECRET) && !err.contains(SECRET));
 }
@@ -188,7 +203,11 @@ fn a_dry_run_changes_nothing() {
     let (project, peer, _) = setup();
     let run = project.apply(&peer, "plan.json", &["--dry-run"]);
     assert!(run.status.success(), "{}", text(&run.stderr));
-    assert!(text(&run.stdout).contains("Would do"), "{}", text(&run.stdout));
+    assert!(
+        text(&run.stdout).contains("Would do"),
+        "{}",
+        text(&run.stdout)
+    );
     assert!(purchases(&peer).is_empty());
     assert!(!project.path(".gpucap").exists(), "not even the state");
 }
@@ -205,6 +224,8 @@ fn apply_and_kill_at(project: &Project, peer: &Ec2Peer, n: u64) -> bool {
                 plan.to_str().unwrap(),
                 "--now",
                 NOW,
+                "--window",
+                "30d",
                 "--auto-approve",
             ],
         )
@@ -298,7 +319,15 @@ fn killed_in_the_middle_of_a_purchase_then_rerun_buys_it_once() {
     let mut child = project
         .gpucap(
             Some(&peer),
-            &["apply", plan.to_str().unwrap(), "--now", NOW, "--auto-approve"],
+            &[
+                "apply",
+                plan.to_str().unwrap(),
+                "--now",
+                NOW,
+                "--window",
+                "30d",
+                "--auto-approve",
+            ],
         )
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -330,7 +359,12 @@ fn a_dropped_answer_is_found_by_tag_and_not_bought_again() {
         {"fault": "describe_delay", "seconds": 0.5}
     ]}));
     let run = project.apply(&peer, "plan.json", &["--reconcile-wait", "5s"]);
-    assert!(run.status.success(), "{}\n{}", text(&run.stdout), text(&run.stderr));
+    assert!(
+        run.status.success(),
+        "{}\n{}",
+        text(&run.stdout),
+        text(&run.stderr)
+    );
     let bought = purchases(&peer);
     assert_eq!(bought.len(), parts);
     assert!(bought.values().all(|c| *c == 1), "{bought:?}");
@@ -352,7 +386,15 @@ fn two_applies_at_once_one_waits_and_fails_naming_the_holder() {
     let first = project
         .gpucap(
             Some(&peer),
-            &["apply", plan.to_str().unwrap(), "--now", NOW, "--auto-approve"],
+            &[
+                "apply",
+                plan.to_str().unwrap(),
+                "--now",
+                NOW,
+                "--window",
+                "30d",
+                "--auto-approve",
+            ],
         )
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -365,7 +407,10 @@ fn two_applies_at_once_one_waits_and_fails_naming_the_holder() {
     let second = project.apply(&peer, "plan.json", &["--lock-timeout", "200ms"]);
     assert!(!second.status.success());
     let err = text(&second.stderr);
-    assert!(err.contains("lock") && err.contains("force-unlock"), "{err}");
+    assert!(
+        err.contains("lock") && err.contains("force-unlock"),
+        "{err}"
+    );
     let first = first.wait_with_output().unwrap();
     assert!(first.status.success(), "{}", text(&first.stderr));
     let bought = purchases(&peer);
@@ -387,6 +432,9 @@ fn a_plan_whose_calendar_changed_is_refused_as_stale() {
         err.contains("saved plan is stale") && err.contains("campaigns.yaml"),
         "{err}"
     );
-    assert!(err.contains("gpucap plan"), "suggests planning again: {err}");
+    assert!(
+        err.contains("gpucap plan"),
+        "suggests planning again: {err}"
+    );
     assert!(purchases(&peer).is_empty());
 }

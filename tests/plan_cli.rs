@@ -1,7 +1,8 @@
 //! `gpucap plan` as a user runs it, on the examples: the quickstart plans offline on the
 //! built-in snapshot; the emitted problem re-solved gives the plan's cost; the actions are the
 //! solution; the baselines are the restricted problems solved; costs add up every way they are
-//! split; the budget-denied and approval examples gate as documented; bad input exits 2.
+//! split; the budget-denied and approval examples gate as documented; bad input exits 2;
+//! re-planning the same need on another day keeps its action ids.
 
 #[path = "support/data.rs"]
 mod data;
@@ -13,7 +14,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
-use gpucap::plan::{ActionKind, Plan};
+use gpucap::plan::{Action, ActionKind, Plan};
 use gpucap::problem::{OfferKind, Problem, Segment, Solution, Status};
 
 /// Every plan in these tests is made as if it were this time, so booking windows and quote
@@ -654,4 +655,218 @@ fn the_quickstart_terraform_is_canonical_and_stable() {
         String::from_utf8_lossy(&check.stderr)
     );
     insta::assert_snapshot!("quickstart-main-tf", main);
+}
+
+/// A small project planned as a nightly job does: no `planning.start`, so the horizon starts at
+/// midnight of `--now` and moves a day every day. Each campaign has one cheapest way to be
+/// bought (one block whose whole hours it fills, then an hour on demand), so the plans of two
+/// days buy the same things.
+const NIGHTLY_CONFIG: &str = r#"
+[planning]
+horizon = "8w"
+
+[inputs]
+calendars = ["campaigns.yaml"]
+
+[pools.h100-east]
+accelerator = "h100"
+regions = ["us-east-1"]
+
+[pools.a100-west]
+accelerator = "a100"
+regions = ["us-west-2"]
+
+[[scenarios]]
+name = "expected"
+probability = 1.0
+
+[prices]
+offline = true
+"#;
+
+const NIGHTLY_CAMPAIGNS: &str = r#"
+campaigns:
+  - name: pretrain
+    accelerator: h100
+    gpus: 64
+    start: 2027-01-11T12:00:00Z
+    duration: 7d
+    interruptible: false
+    priority: critical
+  - name: finetune
+    accelerator: h100
+    gpus: 32
+    start: 2027-01-20T12:00:00Z
+    duration: 14d
+    interruptible: false
+    priority: high
+  - name: eval
+    accelerator: a100
+    gpus: 16
+    start: 2027-01-25T12:00:00Z
+    duration: 3d
+    interruptible: false
+    priority: high
+"#;
+
+/// What an action buys: equal keys in two plans are the same need.
+type Need<'a> = (
+    ActionKind,
+    &'a str,
+    &'a str,
+    &'a str,
+    Option<&'a str>,
+    &'a str,
+    u32,
+    &'a str,
+    &'a str,
+);
+
+fn need(a: &Action) -> Need<'_> {
+    (
+        a.kind,
+        &a.pool,
+        &a.cloud,
+        &a.region,
+        a.zone.as_deref(),
+        &a.instance_type,
+        a.instances,
+        &a.start,
+        &a.end,
+    )
+}
+
+/// Action ids by what they buy (ids unique within the plan).
+fn ids_by_need(plan: &Plan) -> BTreeMap<Need<'_>, &str> {
+    let ids: BTreeMap<Need, &str> = plan
+        .actions
+        .iter()
+        .map(|a| (need(a), a.id.as_str()))
+        .collect();
+    assert_eq!(ids.len(), plan.actions.len(), "one action per need");
+    let unique: std::collections::BTreeSet<&str> = ids.values().copied().collect();
+    assert_eq!(unique.len(), ids.len(), "ids are unique: {ids:#?}");
+    ids
+}
+
+#[test]
+fn re_planning_the_same_need_on_another_day_keeps_its_action_ids() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("gpucap.toml");
+    std::fs::write(&config, NIGHTLY_CONFIG).unwrap();
+    std::fs::write(dir.path().join("campaigns.yaml"), NIGHTLY_CAMPAIGNS).unwrap();
+    let plan_at = |now: &str, name: &str| -> Plan {
+        let out = dir.path().join(name);
+        let run = gpucap_at(
+            now,
+            &config,
+            &["--offline", "-q", "-o", out.to_str().unwrap()],
+        );
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap()
+    };
+    let a = plan_at("2026-12-28T00:00:00Z", "a.json");
+    let b = plan_at("2026-12-29T00:00:00Z", "b.json");
+    assert_ne!(a.horizon.start, b.horizon.start, "the horizon moved a day");
+
+    let (ids_a, ids_b) = (ids_by_need(&a), ids_by_need(&b));
+    let mut same = 0;
+    for (need, id) in &ids_a {
+        if let Some(other) = ids_b.get(need) {
+            assert_eq!(id, other, "the same need on two days: {need:?}");
+            same += 1;
+        }
+    }
+    let terms: Vec<&Action> = a.actions.iter().filter(|x| x.kind.is_term()).collect();
+    assert_eq!(terms.len(), 3, "a block per campaign: {:#?}", a.actions);
+    assert!(
+        terms.iter().all(|t| ids_b.contains_key(&need(t))),
+        "both days buy the same blocks"
+    );
+    assert!(same > terms.len(), "{same} actions in both plans, runs too");
+
+    // A changed need is new work: the pretraining block for more GPUs gets a new id, and the
+    // other purchases keep theirs.
+    std::fs::write(
+        dir.path().join("campaigns.yaml"),
+        NIGHTLY_CAMPAIGNS.replace("gpus: 64", "gpus: 72"),
+    )
+    .unwrap();
+    let c = plan_at("2026-12-29T00:00:00Z", "c.json");
+    let ids_c = ids_by_need(&c);
+    let c_terms: Vec<&Action> = c.actions.iter().filter(|x| x.kind.is_term()).collect();
+    assert_eq!(c_terms.len(), 3, "{:#?}", c.actions);
+    for t in c_terms {
+        if t.start.starts_with("2027-01-11") {
+            assert_eq!(t.instances, 9);
+            assert!(
+                !ids_b.values().any(|id| *id == t.id),
+                "{} is new work",
+                t.id
+            );
+        } else {
+            assert_eq!(ids_b.get(&need(t)), Some(&t.id.as_str()));
+        }
+    }
+    assert_eq!(ids_c.len(), c.actions.len());
+}
+
+#[test]
+fn local_inputs_now_match_the_plans_and_name_what_changed_since() {
+    use gpucap::commands::project::local_inputs;
+    use gpucap::plan::fingerprint::stale_inputs;
+
+    // The approval example reads the quickstart's calendars and forecast, so copy both.
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(&root().join("examples"), dir.path());
+    let config = dir.path().join("approval/gpucap.toml");
+    let state = dir.path().join("show.json");
+    std::fs::copy(root().join("tests/fixtures/terraform/show.json"), &state).unwrap();
+    let run = plan_cmd(
+        &config,
+        &[
+            "--format",
+            "json",
+            "-q",
+            "--terraform-state",
+            state.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let plan: Plan = serde_json::from_str(&run.stdout).unwrap();
+    let recorded = &plan.fingerprint.inputs;
+    let now = NOW.parse().unwrap();
+
+    let current = local_inputs(&config, now, std::slice::from_ref(&state)).unwrap();
+    assert_eq!(stale_inputs(recorded, &current), [], "nothing moved");
+    // Every local file the plan recorded is among them, under the same name and digest.
+    for input in recorded.iter().filter(|i| i.is_local_file()) {
+        assert!(current.contains(input), "{input:?} not in {current:?}");
+    }
+
+    std::fs::write(
+        dir.path().join("quickstart/calendars/llm-team-q1.yaml"),
+        std::fs::read_to_string(dir.path().join("quickstart/calendars/llm-team-q1.yaml")).unwrap()
+            + "\n# edited after planning\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("approval/policies/acme/extra.rego"),
+        "package gpucap.policies.extra\n\nimport rego.v1\n\ndeny contains d if {\n\tinput.cost.expected_total < 0\n\td := {\"rule\": \"extra.negative\", \"message\": \"negative\", \"fix\": \"none\"}\n}\n",
+    )
+    .unwrap();
+    let current = local_inputs(&config, now, &[]).unwrap();
+    let changes: Vec<String> = stale_inputs(recorded, &current)
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    let state_name = state.to_string_lossy().replace('\\', "/");
+    assert_eq!(
+        changes,
+        [
+            "calendar ../quickstart/calendars/llm-team-q1.yaml changed".to_string(),
+            "policy policies/acme/extra.rego was added".to_string(),
+            format!("state {state_name} was removed"),
+        ]
+    );
 }

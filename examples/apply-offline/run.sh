@@ -30,11 +30,11 @@ export AWS_ACCESS_KEY_ID=peer-access-key AWS_SECRET_ACCESS_KEY=peer-secret-key
 purchases() { curl -s "http://127.0.0.1:$port/_peer/record" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["purchases"]))'; }
 
 echo "== apply"
-g apply "$work/plan.json" --now "$now" --auto-approve
+g apply "$work/plan.json" --now "$now" --window 30d --auto-approve
 echo "== state list"
 g state list
 echo "== apply again: nothing to do"
-g apply "$work/plan.json" --now "$now" --auto-approve
+g apply "$work/plan.json" --now "$now" --window 30d --auto-approve
 echo "blocks the peer sold: $(purchases)"
 
 echo "== a new plan a week later, killed after its first purchase was sent"
@@ -42,12 +42,12 @@ later="2027-01-04T00:00:00Z"
 g plan --now "$later" -q -o "$work/plan2.json" >/dev/null
 python3 "$here/offerings.py" "$work/plan2.json" > "$work/peer2.json"
 curl -s -X POST --data @"$work/peer2.json" "http://127.0.0.1:$port/_peer/config" >/dev/null
-GPUCAP_HALT_AFTER_JOURNAL=2 g apply "$work/plan2.json" --now "$later" --auto-approve &
+GPUCAP_HALT_AFTER_JOURNAL=2 g apply "$work/plan2.json" --now "$later" --window 30d --auto-approve &
 pid=$!
 sleep 3; kill -9 "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true
 lock=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["id"])' "$work/.gpucap/lock.json")
 echo "== force-unlock $lock, then apply again: the journal is settled first"
 g force-unlock "$lock"
-g apply "$work/plan2.json" --now "$later" --auto-approve --reconcile-wait 2s
+g apply "$work/plan2.json" --now "$later" --window 30d --auto-approve --reconcile-wait 2s
 g state list
 echo "blocks the peer sold: $(purchases) (each exactly once)"

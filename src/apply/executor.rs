@@ -789,11 +789,15 @@ impl<'a> Executor<'a> {
         request: &Request,
     ) -> Result<Option<CloudResource>, ApplyError> {
         let deadline = tokio::time::Instant::now() + self.settings.reconcile_wait;
+        // Only the kind the call creates (a pool is found by its group: a launch template
+        // alone is an unfinished pool, which `ensure_pool` completes).
+        let kinds: Vec<ResourceKind> = request.creates.iter().map(|r| r.kind).collect();
         loop {
             let found = self
                 .safe("find by intent tag", || {
                     cloud.find_by_tag(
                         &request.region,
+                        &kinds,
                         gpucap_provider::capacity::tag::INTENT,
                         &pending.intent,
                     )

@@ -386,10 +386,11 @@ impl Describe for FakeCloud {
     fn find_by_tag(
         &self,
         _region: &str,
+        kinds: &[ResourceKind],
         key: &str,
         value: &str,
     ) -> BoxFuture<'_, ActResult<Vec<CloudResource>>> {
-        let (key, value) = (key.to_string(), value.to_string());
+        let (key, value, kinds) = (key.to_string(), value.to_string(), kinds.to_vec());
         Box::pin(async move {
             self.enter("FindByTag", format!("{key}={value}"))?;
             Ok(self
@@ -398,6 +399,7 @@ impl Describe for FakeCloud {
                 .unwrap()
                 .resources
                 .iter()
+                .filter(|r| kinds.is_empty() || kinds.contains(&r.kind))
                 .filter(|r| r.tags.get(&key) == Some(&value))
                 .cloned()
                 .collect())

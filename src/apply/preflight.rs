@@ -108,7 +108,8 @@ pub fn irreversible_due(due: &[DueAction<'_>]) -> f64 {
     due.iter()
         .filter(|d| d.action.irreversible)
         .map(|d| d.action.cost)
-        .sum()
+        .sum::<f64>()
+        + 0.0 // an empty sum is -0.0
 }
 
 #[cfg(test)]

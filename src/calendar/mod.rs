@@ -340,11 +340,13 @@ impl RawCampaign {
 }
 
 /// Reads one calendar file of any supported format. Recurring iCalendar events are expanded up
-/// to `until`.
-pub fn load_file(path: &Path, until: DateTime<Utc>) -> Result<Vec<Campaign>, InputError> {
+/// to `until`. The text it parsed comes back with the campaigns, so that a digest of the
+/// calendar is of exactly what was used.
+pub fn load_file(path: &Path, until: DateTime<Utc>) -> Result<(Vec<Campaign>, String), InputError> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| InputError::in_file(path, format!("cannot read the calendar: {e}")))?;
-    parse(&text, path, until)
+    let campaigns = parse(&text, path, until)?;
+    Ok((campaigns, text))
 }
 
 /// Parses calendar text; the format comes from the file extension.
@@ -370,13 +372,20 @@ pub fn parse(text: &str, path: &Path, until: DateTime<Utc>) -> Result<Vec<Campai
 }
 
 /// Loads every calendar, in order, and checks that campaign names are unique across them.
-pub fn load_all(paths: &[PathBuf], until: DateTime<Utc>) -> Result<Vec<Campaign>, InputError> {
+/// Also returns each file's text as parsed, in the order of `paths`.
+pub fn load_all(
+    paths: &[PathBuf],
+    until: DateTime<Utc>,
+) -> Result<(Vec<Campaign>, Vec<String>), InputError> {
     let mut all: Vec<Campaign> = Vec::new();
+    let mut texts = Vec::with_capacity(paths.len());
     for path in paths {
-        all.extend(load_file(path, until)?);
+        let (campaigns, text) = load_file(path, until)?;
+        all.extend(campaigns);
+        texts.push(text);
     }
     check_unique(&all)?;
-    Ok(all)
+    Ok((all, texts))
 }
 
 fn check_unique(campaigns: &[Campaign]) -> Result<(), InputError> {

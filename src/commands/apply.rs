@@ -78,7 +78,7 @@ pub fn run(global: &GlobalArgs, args: ApplyArgs) -> anyhow::Result<Outcome> {
             "must be a percentage from 0 to 100"
         ));
     }
-    let config = config::load(&global.config)?;
+    let (config, _) = config::load(&global.config)?;
     let root = global
         .config
         .parent()
@@ -123,10 +123,7 @@ pub fn run(global: &GlobalArgs, args: ApplyArgs) -> anyhow::Result<Outcome> {
         let approval = approval_for(&args, &plan, plan_path.as_deref())?;
         match approval {
             Some(a) => {
-                eprintln!(
-                    "approved by {} ({}): {}",
-                    a.by, a.source, a.reason
-                );
+                eprintln!("approved by {} ({}): {}", a.by, a.source, a.reason);
                 Some(a)
             }
             None => {
@@ -183,10 +180,8 @@ pub fn run(global: &GlobalArgs, args: ApplyArgs) -> anyhow::Result<Outcome> {
     settings.dry_run = args.dry_run;
     settings.price_tolerance = args.price_tolerance / 100.0;
     settings.reconcile_wait = args.reconcile_wait;
-    settings.reconcile_poll = (args.reconcile_wait / 20).clamp(
-        Duration::from_millis(50),
-        Duration::from_secs(5),
-    );
+    settings.reconcile_poll =
+        (args.reconcile_wait / 20).clamp(Duration::from_millis(50), Duration::from_secs(5));
     settings.halt_after_journal = std::env::var(HALT_ENV).ok().and_then(|v| v.parse().ok());
     if let Some(ms) = std::env::var(RETRY_BASE_ENV)
         .ok()
@@ -294,20 +289,21 @@ fn approval_for(
         return Ok(None);
     };
     let file = dir.join("approvals.json");
-    preflight::approval_from_file(&file, &plan.fingerprint.digest).map_err(|m| {
-        anyhow::Error::new(InputError::new(Location::file(&file), m))
-    })
+    preflight::approval_from_file(&file, &plan.fingerprint.digest)
+        .map_err(|m| anyhow::Error::new(InputError::new(Location::file(&file), m)))
 }
 
 /// Asks on the terminal, as `terraform apply` does. Without a terminal, refuses: CI passes
 /// `--auto-approve`.
 fn confirm(selected: &due::Selected<'_>, irreversible: f64) -> anyhow::Result<bool> {
     if !std::io::stdin().is_terminal() {
-        anyhow::bail!(InputError::new(
-            Location::default().field("--auto-approve"),
-            "apply needs a confirmation and stdin is not a terminal"
-        )
-        .with_hint("pass --auto-approve in CI, after reviewing the plan"));
+        anyhow::bail!(
+            InputError::new(
+                Location::default().field("--auto-approve"),
+                "apply needs a confirmation and stdin is not a terminal"
+            )
+            .with_hint("pass --auto-approve in CI, after reviewing the plan")
+        );
     }
     let mut err = std::io::stderr().lock();
     for d in &selected.due {
@@ -356,7 +352,9 @@ async fn connect(plan: &Plan) -> anyhow::Result<Clouds> {
     }
     #[cfg(not(feature = "aws"))]
     if needs_aws {
-        tracing::warn!("this gpucap was built without the `aws` feature: AWS actions are left for a person");
+        tracing::warn!(
+            "this gpucap was built without the `aws` feature: AWS actions are left for a person"
+        );
     }
     Ok(clouds)
 }

@@ -10,7 +10,7 @@ use clap::Args;
 use comfy_table::{Cell, CellAlignment, Table, presets::UTF8_BORDERS_ONLY};
 
 use super::project::{Project, write_atomically};
-use crate::cli::{Format, GlobalArgs, Outcome, stdout_color};
+use crate::commands::common::{Format, GlobalArgs, Outcome, stdout, stdout_color};
 use crate::demand::DemandCurve;
 use crate::demand::summary::{compare_scenarios, summarise};
 use crate::render::chart::{ImageFormat, demand_png, demand_svg};
@@ -72,7 +72,7 @@ pub fn run(global: &GlobalArgs, args: DemandArgs) -> anyhow::Result<Outcome> {
         )),
         None => None,
     };
-    let stdout = match args.format {
+    let text = match args.format {
         Format::Json => serde_json::to_string_pretty(&curve.document())? + "\n",
         Format::Table => report(
             &project,
@@ -86,7 +86,7 @@ pub fn run(global: &GlobalArgs, args: DemandArgs) -> anyhow::Result<Outcome> {
         write_atomically(path, &bytes)?;
         eprintln!("wrote {}", path.display());
     }
-    crate::cli::stdout(&stdout)?;
+    stdout(&text)?;
     Ok(Outcome::OK)
 }
 

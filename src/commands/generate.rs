@@ -5,13 +5,12 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::Context;
 use chrono::Utc;
 use clap::{Args, ValueEnum};
 
-use crate::cli::{GlobalArgs, Outcome};
+use crate::commands::common::{GlobalArgs, Outcome};
 use crate::diagnostic::{InputError, Location};
-use crate::plan::{PLAN_SCHEMA, Plan};
+use crate::plan;
 use crate::render::terraform::{self, Format, Options};
 use crate::timespec::{self, Span};
 
@@ -52,7 +51,9 @@ pub struct GenerateArgs {
 }
 
 pub fn run(_global: &GlobalArgs, args: GenerateArgs) -> anyhow::Result<Outcome> {
-    let plan = read_plan(&args.plan)?;
+    let plan = plan::read::read(&args.plan)
+        .map_err(plan::read::ReadError::into_anyhow)?
+        .plan;
     if !(0.0..=100.0).contains(&args.price_tolerance) {
         anyhow::bail!(InputError::new(
             Location::default().field("--price-tolerance"),
@@ -108,35 +109,4 @@ pub fn summarise(rendered: &terraform::Rendered, out: &Path) {
             )
         }
     );
-}
-
-/// Reads a plan, naming the file, line and field of what is wrong.
-pub fn read_plan(path: &Path) -> anyhow::Result<Plan> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read `{}`", path.display()))?;
-    parse_plan(&text, path).map_err(anyhow::Error::new)
-}
-
-/// Parses a `gpucap.plan/v1` document.
-pub fn parse_plan(text: &str, path: &Path) -> Result<Plan, InputError> {
-    let de = &mut serde_json::Deserializer::from_str(text);
-    let plan: Plan = serde_path_to_error::deserialize(de).map_err(|e| {
-        let field = e.path().to_string();
-        let inner = e.into_inner();
-        let mut location = Location::file(path)
-            .line(inner.line())
-            .column(inner.column());
-        if field != "." {
-            location = location.field(field);
-        }
-        InputError::new(location, inner.to_string())
-            .with_hint("`gpucap generate` reads the plan `gpucap plan -o plan.json` writes")
-    })?;
-    if plan.schema != PLAN_SCHEMA {
-        return Err(InputError::new(
-            Location::file(path).field("schema"),
-            format!("`{}` is not `{PLAN_SCHEMA}`", plan.schema),
-        ));
-    }
-    Ok(plan)
 }

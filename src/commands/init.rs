@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 use clap::Args;
 
-use crate::cli::{GlobalArgs, Outcome};
+use crate::commands::common::{GlobalArgs, Outcome};
 
 /// The commented configuration `gpucap init` writes; it parses to the defaults.
 pub const CONFIG_TEMPLATE: &str = include_str!("templates/gpucap.toml");

@@ -5,7 +5,7 @@
 //! Everything between reading the inputs and writing the outputs is the pure library
 //! (demand → planner → solver → plan → policy); this module is the edges and the progress.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
@@ -13,16 +13,17 @@ use chrono::{DateTime, Utc};
 use clap::{Args, ValueEnum};
 use gpucap_provider::{Cloud, Offer, Query};
 
-use crate::cli::{GlobalArgs, Outcome, exit};
+use crate::commands::common::{GlobalArgs, Outcome, exit, stdout, stdout_color};
 use crate::commands::project::{Project, write_atomically};
 use crate::commands::quotes::{self, Sources};
 use crate::config::CapacityConfig;
 use crate::diagnostic::{InputError, Location};
+use crate::plan::InputDigest;
 use crate::plan::Plan;
 use crate::plan::build::{PlanInputs, build};
-use crate::plan::fingerprint::FingerprintBuilder;
+use crate::plan::fingerprint::{EXISTING_CAPACITY, FingerprintBuilder};
+use crate::plan::gates;
 use crate::planner::{self, ExistingCapacity, Planned};
-use crate::policy::{self, PolicyEngine};
 use crate::problem;
 use crate::solver::{self, SolveOptions};
 
@@ -86,25 +87,33 @@ fn parse_now(s: &str) -> Result<DateTime<Utc>, String> {
     crate::timespec::parse_timestamp(s)
 }
 
-pub fn run(global: &GlobalArgs, args: PlanArgs) -> anyhow::Result<Outcome> {
-    let now = args.now.unwrap_or_else(Utc::now);
-    let progress = Progress::new(global.quiet);
-
+/// Plans: everything `gpucap plan` does before writing, the gates evaluated and the state the
+/// plan is made against recorded.
+fn make_with(
+    global: &GlobalArgs,
+    args: &PlanArgs,
+    now: DateTime<Utc>,
+    progress: &Progress,
+) -> anyhow::Result<Plan> {
     progress.step("reading calendars and forecasts");
     let project = Project::load(&global.config, now)?;
     let demand = project.demand()?;
     for w in &demand.warnings {
         progress.warn(&w.to_string());
     }
+    // Loaded now, once: the fingerprint digests the policy text the gates evaluate later.
+    let policies = project.policies()?;
     let mut existing = existing_capacity(&project)?;
+    let mut state_inputs = Vec::new();
     for path in &args.terraform_state {
-        let found = crate::state::terraform::read(path)?;
+        let (found, digest) = project.terraform_state(path)?;
         progress.note(&format!(
             "{}: {} reservation(s), block(s) and commitment(s) already owned",
             path.display(),
             found.len()
         ));
         existing.extend(found);
+        state_inputs.push(digest);
     }
 
     progress.step("gathering prices");
@@ -174,7 +183,13 @@ pub fn run(global: &GlobalArgs, args: PlanArgs) -> anyhow::Result<Outcome> {
     progress.step("pricing the baselines");
     let baselines = solver::baselines(&validated, &options);
 
-    let fingerprint = fingerprint(&project, &args.terraform_state, &existing, &planned, offers)?;
+    let local = project
+        .inputs
+        .iter()
+        .chain(&policies.inputs)
+        .chain(&state_inputs)
+        .cloned();
+    let fingerprint = fingerprint(local, &existing, &planned, offers)?;
     let mut plan = build(PlanInputs {
         problem: &validated,
         planned: &planned,
@@ -194,8 +209,53 @@ pub fn run(global: &GlobalArgs, args: PlanArgs) -> anyhow::Result<Outcome> {
     })?;
 
     progress.step("evaluating the budget gates");
-    plan.gates = gates(&project, &plan, now)?;
+    plan.gates = gates::evaluate(&policies.engine, &project.config.budget, &plan, now)
+        .map_err(crate::commands::policy::input)?;
 
+    // The apply state the plan is made against: `apply` refuses it once another run wrote it.
+    let backend = crate::state::backend::open(&project.config.state, &project.root);
+    let state = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?
+        .block_on(backend.state_ref())?;
+    plan.state = state.lineage.is_some().then_some(state);
+    Ok(plan)
+}
+
+/// Plans with the defaults (`gpucap apply` without a saved plan): shows the summary on stderr.
+pub fn make(global: &GlobalArgs, offline: bool, now: DateTime<Utc>) -> anyhow::Result<Plan> {
+    let args = PlanArgs {
+        offline,
+        refresh: false,
+        imports: Vec::new(),
+        cache_dir: None,
+        out: None,
+        emit_problem: None,
+        format: PlanFormat::Table,
+        chart_dir: None,
+        detailed_exitcode: false,
+        now: Some(now),
+        time_limit: None,
+        terraform_state: Vec::new(),
+        out_dir: None,
+    };
+    let progress = Progress::new(global.quiet);
+    let plan = make_with(global, &args, now, &progress)?;
+    progress.done();
+    eprint!(
+        "{}",
+        crate::render::plan_summary::summary(
+            &plan,
+            crate::commands::common::stdout_color(global.color)
+        )
+    );
+    Ok(plan)
+}
+
+pub fn run(global: &GlobalArgs, args: PlanArgs) -> anyhow::Result<Outcome> {
+    let now = args.now.unwrap_or_else(Utc::now);
+    let progress = Progress::new(global.quiet);
+    let plan = make_with(global, &args, now, &progress)?;
     progress.done();
     if let Some(path) = &args.out {
         let text = serde_json::to_string_pretty(&plan)? + "\n";
@@ -226,10 +286,10 @@ pub fn run(global: &GlobalArgs, args: PlanArgs) -> anyhow::Result<Outcome> {
         PlanFormat::Json => serde_json::to_string_pretty(&plan)? + "\n",
         PlanFormat::Markdown => crate::render::markdown::markdown(&plan),
         PlanFormat::Table => {
-            crate::render::plan_summary::summary(&plan, crate::cli::stdout_color(global.color))
+            crate::render::plan_summary::summary(&plan, stdout_color(global.color))
         }
     };
-    crate::cli::stdout(&text)?;
+    stdout(&text)?;
     // The summary shows the gates itself; with data on stdout they go to stderr.
     if !global.quiet && args.format != PlanFormat::Table {
         eprint!("{}", plan.gates.report());
@@ -316,49 +376,18 @@ fn query(project: &Project) -> (Query, Vec<Cloud>) {
     )
 }
 
-/// Digests of every input the plan depends on.
+/// Digests of every input the plan depends on: the local files (config, calendars, forecasts,
+/// policies, state files), digested by their loaders from the bytes they parsed, and the
+/// capacity, quotes and problem offers derived from them.
 fn fingerprint(
-    project: &Project,
-    state_files: &[PathBuf],
+    local: impl IntoIterator<Item = InputDigest>,
     existing: &[ExistingCapacity],
     planned: &Planned,
     offers: &[Offer],
 ) -> anyhow::Result<crate::plan::Fingerprint> {
     let mut f = FingerprintBuilder::default();
-    let read =
-        |p: &Path| std::fs::read(p).with_context(|| format!("cannot read `{}`", p.display()));
-    let name = |p: &Path| {
-        p.strip_prefix(&project.root)
-            .unwrap_or(p)
-            .to_string_lossy()
-            .replace('\\', "/")
-    };
-    f.add(
-        "config",
-        &name(&project.config_path),
-        &read(&project.config_path)?,
-    );
-    for file in &project.calendar_files {
-        f.add("calendar", &name(file), &read(file)?);
-    }
-    for forecast in &project.config.inputs.forecasts {
-        let path = project.root.join(&forecast.path);
-        f.add("forecast", &name(&path), &read(&path)?);
-    }
-    for dir in &project.config.budget.policies {
-        let dir = project.root.join(dir);
-        let mut files: Vec<PathBuf> = glob::glob(&format!("{}/**/*.rego", dir.display()))
-            .map(|g| g.filter_map(Result::ok).collect())
-            .unwrap_or_default();
-        files.sort();
-        for file in files {
-            f.add("policy", &name(&file), &read(&file)?);
-        }
-    }
-    for file in state_files {
-        f.add("state", &name(file), &read(file)?);
-    }
-    f.add("state", "existing-capacity", &serde_json::to_vec(existing)?);
+    f.extend(local);
+    f.add("state", EXISTING_CAPACITY, &serde_json::to_vec(existing)?);
     // Every quote the problem was built from: offer, price, upfront, source, time, offering id.
     // Each serialised once, sorted, so the digest does not depend on fetch order.
     let mut quotes = offers
@@ -374,22 +403,6 @@ fn fingerprint(
     );
     f.add("tool", "gpucap", env!("CARGO_PKG_VERSION").as_bytes());
     Ok(f.finish())
-}
-
-/// The gates' decisions on the plan: built-in policies plus the config's directories.
-fn gates(project: &Project, plan: &Plan, now: DateTime<Utc>) -> anyhow::Result<policy::Decisions> {
-    let dirs: Vec<PathBuf> = project
-        .config
-        .budget
-        .policies
-        .iter()
-        .map(|d| project.root.join(d))
-        .collect();
-    let engine = PolicyEngine::load(&dirs).map_err(crate::commands::policy::input)?;
-    let input = serde_json::to_value(plan)?;
-    engine
-        .evaluate(&input, &policy::budget_data(&project.config.budget), now)
-        .map_err(crate::commands::policy::input)
 }
 
 /// Steps on stderr: a spinner on a terminal, plain lines otherwise; nothing with `--quiet`.

@@ -9,7 +9,7 @@ use chrono::{DateTime, Utc};
 use clap::{Args, Subcommand};
 use serde_json::Value;
 
-use crate::cli::{GlobalArgs, Outcome, exit};
+use crate::commands::common::{GlobalArgs, Outcome, exit};
 use crate::config;
 use crate::diagnostic::{InputError, Location};
 use crate::policy::{self, PolicyEngine, PolicyError, builtin, cases};
@@ -148,7 +148,7 @@ fn config_budget(path: &Path) -> anyhow::Result<(Value, Vec<PathBuf>)> {
     if !path.exists() {
         return Ok((Value::Object(Default::default()), Vec::new()));
     }
-    let config = config::load(path)?;
+    let (config, _) = config::load(path)?;
     let root = path.parent().unwrap_or(Path::new(""));
     let dirs = config
         .budget

@@ -18,7 +18,7 @@ use gpucap_provider::{Accelerator, Cloud, Offer, PurchaseKind, Query, SourceKind
 use rust_decimal::Decimal;
 use serde::Serialize;
 
-use crate::cli::{Format, GlobalArgs, Outcome};
+use crate::commands::common::{Format, GlobalArgs, Outcome, exit};
 use crate::commands::quotes::{self, Sources};
 use crate::diagnostic::{InputError, Location};
 
@@ -120,7 +120,7 @@ pub fn run(global: &GlobalArgs, args: PricesArgs) -> anyhow::Result<Outcome> {
     gathered.report(global.quiet);
     if offers.is_empty() {
         eprintln!("no offers match; try fewer filters, or `--offline` for the built-in snapshot");
-        return Ok(Outcome(crate::cli::exit::ERROR));
+        return Ok(Outcome(exit::ERROR));
     }
     Ok(Outcome::OK)
 }

@@ -11,7 +11,7 @@ use chrono::Duration as Hours;
 use clap::Args;
 use comfy_table::{Cell, CellAlignment, Table, presets::UTF8_BORDERS_ONLY};
 
-use crate::cli::{Format, GlobalArgs, Outcome};
+use crate::commands::common::{Format, GlobalArgs, Outcome, stdout};
 use crate::problem::{self, OfferKind, Solution, Status, Usage, Validated};
 use crate::render::terminal::thousands;
 use crate::solver::{self, SolveOptions};
@@ -51,8 +51,8 @@ pub fn run(_global: &GlobalArgs, args: SolveArgs) -> anyhow::Result<Outcome> {
         tracing::warn!("{message}");
     }
     match args.format {
-        Format::Json => crate::cli::stdout(&(serde_json::to_string_pretty(&solution)? + "\n"))?,
-        Format::Table => crate::cli::stdout(&summary(&validated, &solution, &options))?,
+        Format::Json => stdout(&(serde_json::to_string_pretty(&solution)? + "\n"))?,
+        Format::Table => stdout(&summary(&validated, &solution, &options))?,
     }
     Ok(Outcome::OK)
 }

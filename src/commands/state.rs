@@ -41,7 +41,7 @@ pub struct ForceUnlockArgs {
 }
 
 fn open(global: &GlobalArgs) -> anyhow::Result<Box<dyn StateBackend>> {
-    let config = config::load(&global.config)?;
+    let (config, _) = config::load(&global.config)?;
     let root = global
         .config
         .parent()
@@ -68,10 +68,7 @@ pub fn run(global: &GlobalArgs, args: StateArgs) -> anyhow::Result<Outcome> {
                 Format::Json => serde_json::to_string_pretty(&resources)? + "\n",
                 Format::Table if resources.is_empty() => {
                     if !global.quiet {
-                        eprintln!(
-                            "gpucap manages nothing yet in {}",
-                            backend.location()
-                        );
+                        eprintln!("gpucap manages nothing yet in {}", backend.location());
                     }
                     String::new()
                 }

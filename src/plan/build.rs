@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use chrono::{DateTime, Duration, Utc};
+use chrono::{DateTime, Duration, Timelike, Utc};
 use gpucap_provider::PurchaseKind;
 
 use crate::calendar::Campaign;
@@ -148,13 +148,8 @@ pub fn build(inputs: PlanInputs<'_>) -> Result<Plan, BuildError> {
             _ => ActionKind::Reserve,
         };
         let served = campaigns_served(demand, p, purchase.start_hour, segment.1, None, false);
-        let action = Action {
-            id: ids.make(
-                kind,
-                info,
-                term.map(|t| t.label.as_str()),
-                purchase.start_hour,
-            ),
+        let mut action = Action {
+            id: String::new(),
             kind,
             pool: info.pool.clone(),
             cloud: info.cloud.to_string(),
@@ -177,9 +172,19 @@ pub fn build(inputs: PlanInputs<'_>) -> Result<Plan, BuildError> {
             offering_id: info.offering_id.clone(),
             campaigns: served,
         };
-        if term.is_some_and(|t| t.releasable) {
+        let identity = Identity::of(&action, real_start, real_end);
+        let id = ids.make(&identity);
+        // A release is named after the reservation it ends.
+        let release_id = term.is_some_and(|t| t.releasable).then(|| {
+            ids.make(&Identity {
+                kind: ActionKind::Release,
+                ..identity
+            })
+        });
+        action.id = id;
+        if let Some(release_id) = release_id {
             let mut release = action.clone();
-            release.id = ids.make(ActionKind::Release, info, None, action.end_hour);
+            release.id = release_id;
             release.kind = ActionKind::Release;
             release.start = action.end.clone();
             release.due = action.end.clone();
@@ -239,8 +244,9 @@ pub fn build(inputs: PlanInputs<'_>) -> Result<Plan, BuildError> {
                 } else {
                     ActionKind::RunOnDemand
                 };
-                actions.push(Action {
-                    id: ids.make(kind, info, None, s.0),
+                let (start, end) = (horizon.time_of(s.0), horizon.time_of(s.1));
+                let mut action = Action {
+                    id: String::new(),
                     kind,
                     pool: info.pool.clone(),
                     cloud: info.cloud.to_string(),
@@ -249,18 +255,20 @@ pub fn build(inputs: PlanInputs<'_>) -> Result<Plan, BuildError> {
                     instance_type: info.instance_type.clone(),
                     instances: s.2,
                     gpus: s.2 * o.gpus_per_instance,
-                    start: rfc3339(horizon.time_of(s.0)),
-                    end: rfc3339(horizon.time_of(s.1)),
+                    start: rfc3339(start),
+                    end: rfc3339(end),
                     start_hour: s.0,
                     end_hour: s.1,
-                    due: rfc3339(horizon.time_of(s.0).max(now)),
+                    due: rfc3339(start.max(now)),
                     bookable_from: None,
                     cost,
                     irreversible: false,
                     offer: usage.offer.clone(),
                     offering_id: info.offering_id.clone(),
                     campaigns: campaigns_served(demand, p, s.0, s.1, Some(k), is_spot),
-                });
+                };
+                action.id = ids.make(&Identity::of(&action, start, end));
+                actions.push(action);
             }
         }
         by_kind.on_demand += probability * on_demand;
@@ -652,21 +660,45 @@ fn campaign_refs(demand: &DemandCurve, campaigns: &[Campaign]) -> Vec<CampaignRe
     refs
 }
 
-/// Readable, stable action ids: `block-h100-us-aws-us-east-1-p5-48xlarge-7d-0036`.
-#[derive(Default)]
-struct IdMaker {
-    used: BTreeSet<String>,
+/// What an action buys, which its id is made from: kind, pool, cloud, place, instance type,
+/// instance count and the absolute window (UTC). Never the plan's day, the horizon's hours or
+/// list positions, so re-planning the same need on another day gives the same id, and a changed
+/// need (other count, other window) a new one.
+#[derive(Debug, Clone, Copy)]
+struct Identity<'a> {
+    kind: ActionKind,
+    pool: &'a str,
+    cloud: &'a str,
+    /// The zone, else the region.
+    place: &'a str,
+    instance_type: &'a str,
+    instances: u32,
+    /// When the capacity starts and ends, as the action records it (for a release: the
+    /// reservation's window).
+    start: DateTime<Utc>,
+    end: DateTime<Utc>,
 }
 
-impl IdMaker {
-    fn make(
-        &mut self,
-        kind: ActionKind,
-        info: &OfferInfo,
-        label: Option<&str>,
-        hour: u32,
-    ) -> String {
-        let prefix = match kind {
+impl<'a> Identity<'a> {
+    fn of(action: &'a Action, start: DateTime<Utc>, end: DateTime<Utc>) -> Self {
+        Identity {
+            kind: action.kind,
+            pool: &action.pool,
+            cloud: &action.cloud,
+            place: action.zone.as_deref().unwrap_or(&action.region),
+            instance_type: &action.instance_type,
+            instances: action.instances,
+            start,
+            end,
+        }
+    }
+
+    /// `<kind>-<pool>-<cloud>-<place>-<instance type>-<n>x-<start>-<length>`, slugged:
+    /// `block-h100-us-aws-us-east-1-p5-48xlarge-4x-20270105t1130-7d`. The end is written as the
+    /// length from the start (the same information, shorter), so more ids fit whole where
+    /// Terraform labels and cloud names are cut (64 and 63 characters, with a hash).
+    fn id(&self) -> String {
+        let prefix = match self.kind {
             ActionKind::PurchaseCapacityBlock => "block",
             ActionKind::Commit => "commit",
             ActionKind::Reserve => "reserve",
@@ -674,18 +706,60 @@ impl IdMaker {
             ActionKind::RunSpot => "spot",
             ActionKind::Release => "release",
         };
-        let mut parts = vec![
-            prefix.to_string(),
-            info.pool.clone(),
-            info.cloud.to_string(),
-            info.zone.clone().unwrap_or_else(|| info.region.clone()),
-            info.instance_type.clone(),
-        ];
-        if let Some(l) = label {
-            parts.push(l.to_string());
+        slug(&format!(
+            "{prefix}-{}-{}-{}-{}-{}x-{}-{}",
+            self.pool,
+            self.cloud,
+            self.place,
+            self.instance_type,
+            self.instances,
+            stamp(self.start),
+            length(self.start, self.end),
+        ))
+    }
+}
+
+/// A UTC time, compact: `20270105` at midnight, `20270105t1130` otherwise (`t113015` when it
+/// has seconds). The three forms differ in length, so distinct times give distinct stamps.
+fn stamp(t: DateTime<Utc>) -> String {
+    let format = if t.second() != 0 {
+        "%Y%m%dt%H%M%S"
+    } else if t.hour() == 0 && t.minute() == 0 {
+        "%Y%m%d"
+    } else {
+        "%Y%m%dt%H%M"
+    };
+    t.format(format).to_string()
+}
+
+/// The time from `start` to `end`, compact: `7d`, `1h`, `84d14h`, `1d2h30m` (seconds as `s`;
+/// zero parts left out; `0h` for none).
+fn length(start: DateTime<Utc>, end: DateTime<Utc>) -> String {
+    let mut rest = (end - start).num_seconds().max(0);
+    let mut out = String::new();
+    for (unit, size) in [('d', 86_400), ('h', 3_600), ('m', 60), ('s', 1)] {
+        let n = rest / size;
+        rest %= size;
+        if n > 0 {
+            out.push_str(&format!("{n}{unit}"));
         }
-        parts.push(format!("{hour:04}"));
-        let base = slug(&parts.join("-"));
+    }
+    if out.is_empty() {
+        out.push_str("0h");
+    }
+    out
+}
+
+/// Hands out action ids, unique within a plan: a second action with the same identity (which
+/// the solver does not produce, but two offers could) gets `-2`, then `-3`, ….
+#[derive(Default)]
+struct IdMaker {
+    used: BTreeSet<String>,
+}
+
+impl IdMaker {
+    fn make(&mut self, identity: &Identity<'_>) -> String {
+        let base = identity.id();
         let mut id = base.clone();
         let mut n = 2;
         while !self.used.insert(id.clone()) {
@@ -695,7 +769,6 @@ impl IdMaker {
         id
     }
 }
-
 /// Lowercase ASCII letters, digits and single dashes.
 fn slug(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
@@ -707,4 +780,164 @@ fn slug(s: &str) -> String {
         }
     }
     out.trim_matches('-').to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::timespec::parse_timestamp;
+
+    fn at(s: &str) -> DateTime<Utc> {
+        parse_timestamp(s).unwrap()
+    }
+
+    fn block() -> Identity<'static> {
+        Identity {
+            kind: ActionKind::PurchaseCapacityBlock,
+            pool: "h100-us",
+            cloud: "aws",
+            place: "us-east-1a",
+            instance_type: "p5.48xlarge",
+            instances: 4,
+            start: at("2026-12-01T11:30:00Z"),
+            end: at("2026-12-08T11:30:00Z"),
+        }
+    }
+
+    #[test]
+    fn ids_say_what_is_bought_where_and_when() {
+        assert_eq!(
+            block().id(),
+            "block-h100-us-aws-us-east-1a-p5-48xlarge-4x-20261201t1130-7d"
+        );
+        let run = Identity {
+            kind: ActionKind::RunOnDemand,
+            place: "us-east-1",
+            instances: 12,
+            start: at("2027-01-04T00:00:00Z"),
+            end: at("2027-01-05T13:00:00Z"),
+            ..block()
+        };
+        assert_eq!(
+            run.id(),
+            "od-h100-us-aws-us-east-1-p5-48xlarge-12x-20270104-1d13h"
+        );
+        let release = Identity {
+            kind: ActionKind::Release,
+            ..block()
+        };
+        assert_eq!(
+            release.id(),
+            "release-h100-us-aws-us-east-1a-p5-48xlarge-4x-20261201t1130-7d"
+        );
+    }
+
+    #[test]
+    fn the_same_purchase_gets_the_same_id_and_a_changed_one_a_new_id() {
+        assert_eq!(block().id(), block().id());
+        // Made separately (as on another day's re-plan), with equal values.
+        let pool = String::from("h100-us");
+        let again = Identity {
+            pool: &pool,
+            start: at("2026-12-01T12:30:00+01:00"),
+            ..block()
+        };
+        assert_eq!(again.id(), block().id());
+
+        let changed = [
+            Identity {
+                instances: 5,
+                ..block()
+            },
+            Identity {
+                end: at("2026-12-15T11:30:00Z"),
+                ..block()
+            },
+            Identity {
+                start: at("2026-12-02T11:30:00Z"),
+                ..block()
+            },
+            Identity {
+                end: at("2026-12-08T11:30:01Z"),
+                ..block()
+            },
+            Identity {
+                kind: ActionKind::Reserve,
+                ..block()
+            },
+            Identity {
+                kind: ActionKind::Release,
+                ..block()
+            },
+            Identity {
+                place: "us-east-1b",
+                ..block()
+            },
+            Identity {
+                pool: "h100-us-east",
+                ..block()
+            },
+            Identity {
+                instance_type: "p5e.48xlarge",
+                ..block()
+            },
+        ];
+        let mut ids: BTreeSet<String> = changed.iter().map(Identity::id).collect();
+        ids.insert(block().id());
+        assert_eq!(ids.len(), changed.len() + 1, "{ids:#?}");
+    }
+
+    #[test]
+    fn stamps_and_lengths_are_compact_and_distinct() {
+        assert_eq!(stamp(at("2027-01-04T00:00:00Z")), "20270104");
+        assert_eq!(stamp(at("2027-01-04T12:00:00Z")), "20270104t1200");
+        assert_eq!(stamp(at("2027-01-04T11:30:00Z")), "20270104t1130");
+        assert_eq!(stamp(at("2027-01-04T00:00:05Z")), "20270104t000005");
+        assert_eq!(stamp(at("2027-01-04T05:30:00+05:30")), "20270104");
+        let start = at("2027-01-04T11:30:00Z");
+        let after = |s: &str| length(start, at(s));
+        assert_eq!(after("2027-01-11T11:30:00Z"), "7d");
+        assert_eq!(after("2027-01-04T12:30:00Z"), "1h");
+        assert_eq!(after("2027-03-29T01:30:00Z"), "83d14h");
+        assert_eq!(after("2027-01-05T14:00:00Z"), "1d2h30m");
+        assert_eq!(after("2027-01-04T11:30:09Z"), "9s");
+        assert_eq!(after("2027-01-04T11:30:00Z"), "0h");
+        assert_eq!(length(start, at("2028-01-04T11:30:00Z")), "365d");
+    }
+
+    #[test]
+    fn ids_are_slugs() {
+        let odd = Identity {
+            pool: "H100 / US--East_",
+            cloud: "azure",
+            place: "eastus",
+            instance_type: "Standard_ND96isr_H100_v5",
+            ..block()
+        };
+        let id = odd.id();
+        assert_eq!(
+            id,
+            "block-h100-us-east-azure-eastus-standard-nd96isr-h100-v5-4x-20261201t1130-7d"
+        );
+        assert!(
+            id.chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        );
+        assert!(!id.contains("--") && !id.starts_with('-') && !id.ends_with('-'));
+        assert_eq!(slug("--A  b__c--"), "a-b-c");
+    }
+
+    #[test]
+    fn true_collisions_get_a_suffix() {
+        let mut ids = IdMaker::default();
+        let base = block().id();
+        assert_eq!(ids.make(&block()), base);
+        assert_eq!(ids.make(&block()), format!("{base}-2"));
+        assert_eq!(ids.make(&block()), format!("{base}-3"));
+        let other = Identity {
+            instances: 8,
+            ..block()
+        };
+        assert_eq!(ids.make(&other), other.id());
+    }
 }

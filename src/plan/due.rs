@@ -88,3 +88,140 @@ pub fn select<'a>(plan: &'a Plan, window: &Window) -> Result<Selected<'a>, Input
     }
     Ok(selected)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn action(id: &str, kind: ActionKind, due: &str, start: &str, end: &str) -> Action {
+        Action {
+            id: id.into(),
+            kind,
+            pool: "h100".into(),
+            cloud: "aws".into(),
+            region: "us-east-1".into(),
+            zone: None,
+            instance_type: "p5.48xlarge".into(),
+            instances: 1,
+            gpus: 8,
+            start: start.into(),
+            end: end.into(),
+            start_hour: 0,
+            end_hour: 0,
+            due: due.into(),
+            bookable_from: None,
+            cost: 0.0,
+            irreversible: false,
+            offer: "o".into(),
+            offering_id: None,
+            campaigns: Vec::new(),
+        }
+    }
+
+    fn plan(actions: Vec<Action>) -> Plan {
+        let mut plan = super::super::tests::empty_plan();
+        plan.actions = actions;
+        plan
+    }
+
+    fn window() -> Window {
+        Window {
+            now: "2027-01-10T00:00:00Z".parse().expect("a time"),
+            window: Duration::days(7),
+        }
+    }
+
+    #[test]
+    fn actions_are_over_later_or_due_and_releases_are_apart() {
+        let plan = plan(vec![
+            // Ended before now: over.
+            action(
+                "old",
+                ActionKind::RunOnDemand,
+                "2027-01-01T00:00:00Z",
+                "2027-01-01T00:00:00Z",
+                "2027-01-05T00:00:00Z",
+            ),
+            // Due after the deadline: later.
+            action(
+                "next-month",
+                ActionKind::Reserve,
+                "2027-01-20T00:00:00Z",
+                "2027-01-21T00:00:00Z",
+                "2027-01-30T00:00:00Z",
+            ),
+            // Due exactly at the deadline, running now: due.
+            action(
+                "edge",
+                ActionKind::PurchaseCapacityBlock,
+                "2027-01-17T00:00:00Z",
+                "2027-01-18T00:00:00Z",
+                "2027-01-20T00:00:00Z",
+            ),
+            // Overdue but not over: due.
+            action(
+                "running",
+                ActionKind::RunSpot,
+                "2027-01-02T00:00:00Z",
+                "2027-01-02T00:00:00Z",
+                "2027-01-12T00:00:00Z",
+            ),
+            // Releases: one in the window, one past, one later.
+            action(
+                "release-soon",
+                ActionKind::Release,
+                "2027-01-11T00:00:00Z",
+                "2027-01-11T00:00:00Z",
+                "2027-01-11T00:00:00Z",
+            ),
+            action(
+                "release-past",
+                ActionKind::Release,
+                "2027-01-09T00:00:00Z",
+                "2027-01-09T00:00:00Z",
+                "2027-01-09T00:00:00Z",
+            ),
+            action(
+                "release-later",
+                ActionKind::Release,
+                "2027-01-25T00:00:00Z",
+                "2027-01-25T00:00:00Z",
+                "2027-01-25T00:00:00Z",
+            ),
+        ]);
+        let s = select(&plan, &window()).expect("valid times");
+        let ids = |v: &[DueAction]| v.iter().map(|d| d.action.id.clone()).collect::<Vec<_>>();
+        assert_eq!(ids(&s.due), ["edge", "running"]);
+        assert_eq!(ids(&s.due_releases), ["release-soon"]);
+        assert_eq!((s.later, s.over, s.releases), (1, 1, 3));
+        assert_eq!(
+            s.due[0].start,
+            "2027-01-18T00:00:00Z".parse::<DateTime<Utc>>().unwrap()
+        );
+    }
+
+    #[test]
+    fn a_bad_time_names_the_action_and_field() {
+        let mut bad = action(
+            "x",
+            ActionKind::Reserve,
+            "2027-01-11T00:00:00Z",
+            "2027-01-12T00:00:00Z",
+            "2027-01-13T00:00:00Z",
+        );
+        bad.end = "soon".into();
+        let ok = action(
+            "ok",
+            ActionKind::Reserve,
+            "2027-01-11T00:00:00Z",
+            "2027-01-12T00:00:00Z",
+            "2027-01-13T00:00:00Z",
+        );
+        let err = select(&plan(vec![ok, bad]), &window()).unwrap_err();
+        assert_eq!(
+            err.location.field.as_deref(),
+            Some("actions[1].end"),
+            "{err}"
+        );
+    }
+}

@@ -4,7 +4,10 @@
 //! A plan is the solver's answer turned into dated actions people can review, with the costs,
 //! baselines, risk and gate results beside them, and a fingerprint of every input so that acting
 //! on it later can refuse a plan whose inputs have moved. The types here are plain serde data;
-//! [`build`] makes one from a problem and its solution, [`fingerprint`] hashes the inputs.
+//! [`build`] makes one from a problem and its solution, [`fingerprint`] hashes the inputs and
+//! tells which have moved since, [`gates`] evaluates the budget gates on a plan, [`due`] picks
+//! the actions due in a window, and [`read`] reads a saved plan back. `plan`, `generate` and
+//! `apply` share these, so they agree on what a plan says and when it is stale.
 //!
 //! The fields the gates read (`cost`, `actions`, `campaigns`, `quotes`) are the contract written
 //! down in `policies/README.md`; the rest is for people, charts and renderers.
@@ -12,6 +15,8 @@
 pub mod build;
 pub mod due;
 pub mod fingerprint;
+pub mod gates;
+pub mod read;
 
 use serde::{Deserialize, Serialize};
 
@@ -221,8 +226,17 @@ impl ActionKind {
 /// One dated thing to do.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Action {
-    /// Stable, readable id from kind, pool, place, instance type and start (not list positions),
-    /// so re-plans that change one pool change only its actions.
+    /// Stable, readable id made from what the action buys: kind, pool, cloud, place (zone, else
+    /// region), instance type, instance count, and the absolute start (UTC) and length of the
+    /// window, e.g. `block-h100-us-aws-us-east-1-p5-48xlarge-4x-20270105t1130-7d` (times are
+    /// `YYYYMMDD`, with `tHHMM` when not midnight; lengths `7d`, `1d12h`, `30m`). A `release`
+    /// is named after the reservation it ends (`release-` and the same parts). Lowercase ASCII
+    /// letters, digits and single dashes; a true duplicate in one plan gets `-2`, `-3`, ….
+    ///
+    /// Never the plan's day, hours from the horizon start or list positions: re-planning the
+    /// same need on another day gives the same id, a changed need (other count, other window)
+    /// a new one, and a re-plan that changes one pool changes only its actions. Journals,
+    /// idempotency tokens, cloud tags and Terraform module names can be keyed on it.
     pub id: String,
     pub kind: ActionKind,
     pub pool: String,
@@ -297,4 +311,43 @@ pub struct Quote {
     pub offering_id: Option<String>,
     /// Where the price came from in words (API, snapshot entry's URL, file).
     pub origin: String,
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// A plan with nothing in it, for tests to fill in.
+    pub(crate) fn empty_plan() -> Plan {
+        Plan {
+            schema: PLAN_SCHEMA.into(),
+            created_at: "2027-01-01T00:00:00Z".into(),
+            horizon: PlanHorizon {
+                start: "2027-01-01T00:00:00Z".into(),
+                end: "2027-02-01T00:00:00Z".into(),
+                hours: 744,
+            },
+            fingerprint: Fingerprint {
+                digest: String::new(),
+                inputs: Vec::new(),
+            },
+            solution: SolutionSummary {
+                status: "optimal".into(),
+                expected_cost: 0.0,
+                bound: 0.0,
+                term_cost: 0.0,
+            },
+            cost: Cost::default(),
+            baselines: Vec::new(),
+            risk: Risk::default(),
+            actions_scenario: "base".into(),
+            actions: Vec::new(),
+            pools: Vec::new(),
+            campaigns: Vec::new(),
+            quotes: Vec::new(),
+            assumptions: Vec::new(),
+            gates: Decisions::default(),
+            state: None,
+        }
+    }
 }

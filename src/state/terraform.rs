@@ -17,9 +17,16 @@ use crate::timespec;
 
 /// The capacity found in the state file at `path`, in state order.
 pub fn read(path: &Path) -> Result<Vec<ExistingCapacity>, InputError> {
+    load(path).map(|(capacity, _)| capacity)
+}
+
+/// [`read`], and the text it parsed, so that a digest of the state file is of exactly what was
+/// counted.
+pub fn load(path: &Path) -> Result<(Vec<ExistingCapacity>, String), InputError> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| InputError::in_file(path, format!("cannot read the Terraform state: {e}")))?;
-    parse(&text, path)
+    let capacity = parse(&text, path)?;
+    Ok((capacity, text))
 }
 
 /// [`read`] on text already in memory; `path` names it in errors and in `source`.

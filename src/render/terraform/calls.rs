@@ -1,5 +1,5 @@
-//! From a plan to the module calls of a root module: which actions are due in the window, which
-//! module each maps to, and the arguments each call passes, named after pools and action ids.
+//! From a plan to the module calls of a root module: the actions due in the window (chosen by
+//! [`crate::plan::due`], the rule `apply` shares), which module each maps to, and the arguments each call passes, named after pools and action ids.
 //! Pure and format-neutral: HCL, tf-json and Pulumi are all written from this [`RootModule`].
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -9,8 +9,8 @@ use chrono::{DateTime, Duration, Utc};
 use super::hcl::Value;
 use super::names::{self, MAX_IDENT, Namer};
 use crate::diagnostic::{InputError, Location};
+use crate::plan::due::{self, DueAction, Window};
 use crate::plan::{Action, ActionKind, Plan};
-use crate::timespec;
 
 /// The hand-written modules under `modules/`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -196,33 +196,15 @@ pub fn root_module(plan: &Plan, selection: &Selection) -> Result<RootModule, Inp
         "the rest stays in the plan for later runs.".into(),
     ];
 
-    let deadline = selection.now + selection.window;
-    let mut due = Vec::new();
-    let (mut later, mut over, mut releases) = (0, 0, 0);
-    for (i, action) in plan.actions.iter().enumerate() {
-        let at = |field: &str, text: &str| {
-            timespec::parse_timestamp(text).map_err(|e| {
-                InputError::new(
-                    Location::default().field(format!("actions[{i}].{field}")),
-                    e,
-                )
-            })
-        };
-        let when_due = at("due", &action.due)?;
-        let start = at("start", &action.start)?;
-        let end = at("end", &action.end)?;
-        if action.kind == ActionKind::Release {
-            // A release needs no code of its own: see `docs` in the module README and
-            // `release_is_expiry` below.
-            releases += 1;
-        } else if end <= selection.now {
-            over += 1;
-        } else if when_due > deadline {
-            later += 1;
-        } else {
-            due.push(Due { action, start, end });
-        }
-    }
+    // Releases need no code of their own (`modules/README.md`: a release is the removal of a
+    // reversible module call), so only `selected.due` becomes calls; releases are counted.
+    let selected = due::select(
+        plan,
+        &Window {
+            now: selection.now,
+            window: selection.window,
+        },
+    )?;
 
     let teams: BTreeMap<&str, &str> = plan
         .campaigns
@@ -240,23 +222,17 @@ pub fn root_module(plan: &Plan, selection: &Selection) -> Result<RootModule, Inp
             providers: BTreeSet::new(),
             inputs: Vec::new(),
             skipped: Vec::new(),
-            due: due.len(),
-            later,
-            over,
-            releases,
+            due: selected.due.len(),
+            later: selected.later,
+            over: selected.over,
+            releases: selected.releases,
         },
         teams,
         selection,
         inputs: BTreeMap::new(),
     };
-    builder.build(&due);
+    builder.build(&selected.due);
     Ok(builder.root)
-}
-
-struct Due<'a> {
-    action: &'a Action,
-    start: DateTime<Utc>,
-    end: DateTime<Utc>,
 }
 
 struct Builder<'a> {
@@ -289,9 +265,9 @@ fn is_run(kind: ActionKind) -> bool {
 }
 
 impl<'a> Builder<'a> {
-    fn build(&mut self, due: &[Due<'a>]) {
+    fn build(&mut self, due: &[DueAction<'a>]) {
         // Every call's raw name first, so collisions resolve the same way whatever the order.
-        let raw = |d: &Due| {
+        let raw = |d: &DueAction| {
             if is_run(d.action.kind) {
                 pool_key(d.action, d.action.cloud == "gcp")
             } else {
@@ -313,14 +289,14 @@ impl<'a> Builder<'a> {
         }
 
         // Term purchases first (pools refer to their reservations), then pools.
-        let mut terms: Vec<&Due> = due.iter().filter(|d| !is_run(d.action.kind)).collect();
+        let mut terms: Vec<&DueAction> = due.iter().filter(|d| !is_run(d.action.kind)).collect();
         // Commitments last: they attach to reservations made in the same run.
         terms.sort_by_key(|d| (d.action.kind == ActionKind::Commit, d.action.id.as_str()));
         for d in terms {
             let name = namer.get(&raw(d)).to_string();
             self.term(d, name, &aliases);
         }
-        let mut pools: BTreeMap<String, Vec<&Due>> = BTreeMap::new();
+        let mut pools: BTreeMap<String, Vec<&DueAction>> = BTreeMap::new();
         for d in due.iter().filter(|d| is_run(d.action.kind)) {
             pools.entry(raw(d)).or_default().push(d);
         }
@@ -341,7 +317,7 @@ impl<'a> Builder<'a> {
         }
     }
 
-    fn skip(&mut self, d: &Due, reason: impl Into<String>) {
+    fn skip(&mut self, d: &DueAction, reason: impl Into<String>) {
         self.root.skipped.push(Skipped {
             action: d.action.id.clone(),
             reason: reason.into(),
@@ -441,7 +417,7 @@ impl<'a> Builder<'a> {
         });
     }
 
-    fn term(&mut self, d: &Due<'a>, name: String, aliases: &Namer) {
+    fn term(&mut self, d: &DueAction<'a>, name: String, aliases: &Namer) {
         let a = d.action;
         let hours = (d.end - d.start).num_hours();
         let mut comment = vec![format!(
@@ -645,7 +621,7 @@ impl<'a> Builder<'a> {
         self.call(name, module, &[a], comment, args, aliases);
     }
 
-    fn pool(&mut self, runs: &[&Due<'a>], name: String, aliases: &Namer) {
+    fn pool(&mut self, runs: &[&DueAction<'a>], name: String, aliases: &Namer) {
         let first = runs[0].action;
         let actions: Vec<&Action> = runs.iter().map(|d| d.action).collect();
         // Sized for the busiest moment among the runs due in the window: at `now` or at a run's

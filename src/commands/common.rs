@@ -1,0 +1,96 @@
+//! What every subcommand shares: the global flags, the output format and colour choices, the
+//! [`Outcome`] a command returns with its exit status, and writing to stdout.
+//!
+//! It lives here, below the commands, so that [`crate::cli`] depends on the commands and never
+//! the other way round: `cli` parses arguments and reports errors, the commands only see these
+//! plain types.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+
+/// Exit statuses, documented in the README.
+pub mod exit {
+    /// Success.
+    pub const OK: u8 = 0;
+    /// A runtime failure (I/O, a provider, a bug).
+    pub const ERROR: u8 = 1;
+    /// Bad input: a malformed config, calendar, forecast, problem or plan.
+    pub const INVALID_INPUT: u8 = 2;
+    /// `gpucap plan --detailed-exitcode`: the plan has actions (with that flag, every error
+    /// exits 1, as Terraform's `-detailed-exitcode` does).
+    pub const CHANGES: u8 = 2;
+    /// The budget gates denied the plan.
+    pub const DENIED: u8 = 3;
+}
+
+/// What a command returns when it did not fail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Outcome(pub u8);
+
+impl Outcome {
+    pub const OK: Outcome = Outcome(exit::OK);
+}
+
+/// Flags every subcommand takes.
+#[derive(Debug, Args)]
+pub struct GlobalArgs {
+    /// The project configuration.
+    #[arg(
+        short = 'c',
+        long,
+        global = true,
+        default_value = "gpucap.toml",
+        env = "GPUCAP_CONFIG"
+    )]
+    pub config: PathBuf,
+    /// More logging on stderr (-v: debug, -vv: trace). `RUST_LOG` overrides.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    /// Only errors on stderr.
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    pub quiet: bool,
+    /// When to use colour.
+    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto)]
+    pub color: ColorChoice,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ColorChoice {
+    Auto,
+    Always,
+    Never,
+}
+
+/// How a command prints its result on stdout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum Format {
+    /// Tables and charts for a terminal.
+    #[default]
+    Table,
+    /// Machine-readable JSON.
+    Json,
+}
+
+/// Writes a command's result on stdout. A closed pipe (`gpucap plan | head`) is not an error:
+/// the reader has what it wanted.
+pub fn stdout(text: &str) -> anyhow::Result<()> {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(()),
+    }
+}
+
+/// Whether stdout output should be coloured.
+pub fn stdout_color(choice: ColorChoice) -> bool {
+    match choice {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto => {
+            std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none()
+        }
+    }
+}
