@@ -47,6 +47,12 @@ pub enum Command {
     Plan(commands::plan::PlanArgs),
     /// Write the Terraform (or Pulumi) that carries out a plan's actions due now.
     Generate(commands::generate::GenerateArgs),
+    /// Carry out a plan's actions due now through the cloud APIs (like `terraform apply`).
+    Apply(commands::apply::ApplyArgs),
+    /// What gpucap manages: `state list`, `state show ID`.
+    State(commands::state::StateArgs),
+    /// Remove the state lock a killed run left behind (its id is in the waiting run's error).
+    ForceUnlock(commands::state::ForceUnlockArgs),
 }
 
 pub fn main() -> ExitCode {
@@ -64,6 +70,9 @@ pub fn main() -> ExitCode {
             commands::plan::run(&cli.global, args)
         }
         Command::Generate(args) => commands::generate::run(&cli.global, args),
+        Command::Apply(args) => commands::apply::run(&cli.global, args),
+        Command::State(args) => commands::state::run(&cli.global, args),
+        Command::ForceUnlock(args) => commands::state::force_unlock(&cli.global, args),
     };
     match result {
         Ok(Outcome(code)) => ExitCode::from(code),

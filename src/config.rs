@@ -56,6 +56,35 @@ pub struct Config {
     /// Where `gpucap apply` keeps its state, journal, audit log and lock.
     #[serde(default)]
     pub state: StateSettings,
+    /// How `gpucap apply` acts on the clouds.
+    #[serde(default)]
+    pub apply: ApplySettings,
+}
+
+/// `[apply]`: what `gpucap apply` needs besides the plan.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApplySettings {
+    /// Where each pool's instances launch (`[apply.pools.<pool>]`): the same facts the
+    /// generated Terraform takes as root variables. A pool without them is not created; its
+    /// run actions are reported as needing these settings.
+    #[serde(default)]
+    pub pools: BTreeMap<String, LaunchSettings>,
+}
+
+/// How a pool's instances launch on AWS.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct LaunchSettings {
+    /// The machine image (`ami-…`).
+    pub image: String,
+    /// Subnets the Auto Scaling group spans (`subnet-…`); at least one.
+    pub subnets: Vec<String>,
+    #[serde(default)]
+    pub security_groups: Vec<String>,
+    /// The group's maximum size. Default: the most instances the plan ever runs in the pool.
+    #[serde(default)]
+    pub max_size: Option<u32>,
 }
 
 /// Where `gpucap apply` keeps what it has done.
@@ -533,6 +562,31 @@ impl Config {
                     err = err.with_hint(format!("did you mean `{s}`?"));
                 }
                 return Err(err);
+            }
+        }
+        for (pool, launch) in &self.apply.pools {
+            let field = |name: &str| at(format!("apply.pools.{pool}.{name}"));
+            if !self.pools.is_empty() && !self.pools.contains_key(pool) {
+                let mut err = InputError::new(
+                    at(format!("apply.pools.{pool}")),
+                    format!("unknown pool `{pool}`"),
+                );
+                if let Some(s) = did_you_mean(pool, self.pools.keys().map(String::as_str)) {
+                    err = err.with_hint(format!("did you mean `{s}`?"));
+                }
+                return Err(err);
+            }
+            if launch.image.trim().is_empty() {
+                return Err(InputError::new(field("image"), "must name a machine image"));
+            }
+            if launch.subnets.is_empty() || launch.subnets.iter().any(|s| s.trim().is_empty()) {
+                return Err(InputError::new(
+                    field("subnets"),
+                    "must list at least one subnet, none empty",
+                ));
+            }
+            if launch.max_size == Some(0) {
+                return Err(InputError::new(field("max_size"), "must be at least 1"));
             }
         }
         let spot = &self.spot;

@@ -1,9 +1,10 @@
 //! gpucap plans and provisions GPU capacity for ML training campaigns.
 //!
 //! Data flows one way: inputs ([`config`], [`calendar`], [`forecast`]) → [`demand`] →
-//! [`problem`] → solver → plan → gates → render / apply. The modules in the middle are pure;
+//! [`problem`] → solver → [`plan`] → gates → [`render`] / [`apply`] (with its [`state`]). The modules in the middle are pure;
 //! reading files happens at the edges ([`commands`]).
 
+pub mod apply;
 pub mod calendar;
 pub mod cli;
 pub mod commands;

@@ -2,6 +2,7 @@
 //! does the I/O at the edges, and calls the pure library code in between. What they share is in
 //! [`common`]; nothing here depends on [`crate::cli`], which parses arguments and calls in.
 
+pub mod apply;
 pub mod common;
 pub mod demand;
 pub mod generate;
@@ -12,3 +13,4 @@ pub mod prices;
 pub mod project;
 pub mod quotes;
 pub mod solve;
+pub mod state;

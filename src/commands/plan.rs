@@ -19,6 +19,7 @@ use crate::commands::quotes::{self, Sources};
 use crate::config::CapacityConfig;
 use crate::diagnostic::{InputError, Location};
 use crate::plan::InputDigest;
+use crate::plan::Plan;
 use crate::plan::build::{PlanInputs, build};
 use crate::plan::fingerprint::{EXISTING_CAPACITY, FingerprintBuilder};
 use crate::plan::gates;
@@ -86,10 +87,14 @@ fn parse_now(s: &str) -> Result<DateTime<Utc>, String> {
     crate::timespec::parse_timestamp(s)
 }
 
-pub fn run(global: &GlobalArgs, args: PlanArgs) -> anyhow::Result<Outcome> {
-    let now = args.now.unwrap_or_else(Utc::now);
-    let progress = Progress::new(global.quiet);
-
+/// Plans: everything `gpucap plan` does before writing, the gates evaluated and the state the
+/// plan is made against recorded.
+fn make_with(
+    global: &GlobalArgs,
+    args: &PlanArgs,
+    now: DateTime<Utc>,
+    progress: &Progress,
+) -> anyhow::Result<Plan> {
     progress.step("reading calendars and forecasts");
     let project = Project::load(&global.config, now)?;
     let demand = project.demand()?;
@@ -207,6 +212,50 @@ pub fn run(global: &GlobalArgs, args: PlanArgs) -> anyhow::Result<Outcome> {
     plan.gates = gates::evaluate(&policies.engine, &project.config.budget, &plan, now)
         .map_err(crate::commands::policy::input)?;
 
+    // The apply state the plan is made against: `apply` refuses it once another run wrote it.
+    let backend = crate::state::backend::open(&project.config.state, &project.root);
+    let state = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?
+        .block_on(backend.state_ref())?;
+    plan.state = state.lineage.is_some().then_some(state);
+    Ok(plan)
+}
+
+/// Plans with the defaults (`gpucap apply` without a saved plan): shows the summary on stderr.
+pub fn make(global: &GlobalArgs, offline: bool, now: DateTime<Utc>) -> anyhow::Result<Plan> {
+    let args = PlanArgs {
+        offline,
+        refresh: false,
+        imports: Vec::new(),
+        cache_dir: None,
+        out: None,
+        emit_problem: None,
+        format: PlanFormat::Table,
+        chart_dir: None,
+        detailed_exitcode: false,
+        now: Some(now),
+        time_limit: None,
+        terraform_state: Vec::new(),
+        out_dir: None,
+    };
+    let progress = Progress::new(global.quiet);
+    let plan = make_with(global, &args, now, &progress)?;
+    progress.done();
+    eprint!(
+        "{}",
+        crate::render::plan_summary::summary(
+            &plan,
+            crate::commands::common::stdout_color(global.color)
+        )
+    );
+    Ok(plan)
+}
+
+pub fn run(global: &GlobalArgs, args: PlanArgs) -> anyhow::Result<Outcome> {
+    let now = args.now.unwrap_or_else(Utc::now);
+    let progress = Progress::new(global.quiet);
+    let plan = make_with(global, &args, now, &progress)?;
     progress.done();
     if let Some(path) = &args.out {
         let text = serde_json::to_string_pretty(&plan)? + "\n";

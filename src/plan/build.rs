@@ -424,6 +424,7 @@ pub fn build(inputs: PlanInputs<'_>) -> Result<Plan, BuildError> {
         quotes,
         assumptions: planned.assumptions.clone(),
         gates: Default::default(),
+        state: None,
     })
 }
 

@@ -50,6 +50,11 @@ pub struct Plan {
     /// The budget gates' decisions on this plan (empty until evaluated).
     #[serde(default)]
     pub gates: Decisions,
+    /// The apply state (lineage and serial) the plan was made against; absent when there was
+    /// no state yet. `apply` refuses the plan when another operation has written the state
+    /// since.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<crate::state::StateRef>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -204,6 +209,11 @@ impl ActionKind {
         }
     }
 
+    /// Runs: instances a pool runs for a while, not purchases.
+    pub fn is_run(self) -> bool {
+        matches!(self, ActionKind::RunOnDemand | ActionKind::RunSpot)
+    }
+
     /// Term purchases: bought once for the first stage, shared by every scenario.
     pub fn is_term(self) -> bool {
         matches!(
@@ -337,6 +347,7 @@ pub(crate) mod tests {
             quotes: Vec::new(),
             assumptions: Vec::new(),
             gates: Decisions::default(),
+            state: None,
         }
     }
 }

@@ -31,6 +31,9 @@ pub struct AuditRecord {
     pub outcome: String,
     /// USD committed by this step, where it commits any.
     pub cost: Option<f64>,
+    /// Words for people: the error of a failed call, the reason of an approval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
 }
 
 impl AuditRecord {
@@ -46,6 +49,7 @@ impl AuditRecord {
             request_id: record.request_id.clone(),
             outcome: record.step.as_str().to_string(),
             cost,
+            detail: record.error.as_ref().map(|e| e.message.clone()),
         }
     }
 }
@@ -124,6 +128,7 @@ mod tests {
             request_id: request_id.map(str::to_string),
             outcome: outcome.into(),
             cost: Some(31_456.5),
+            detail: None,
         }
     }
 

@@ -34,6 +34,21 @@ pub struct State {
     pub serial: u64,
     #[serde(default)]
     pub resources: Vec<ManagedResource>,
+    /// The plan whose apply last wrote this state, and the state it was made against. A saved
+    /// plan may be applied again after a partial apply or a crash (its own writes moved the
+    /// serial); any other plan made before those writes is stale.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub applied_plan: Option<AppliedPlan>,
+}
+
+/// Which plan is being carried out on this state.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AppliedPlan {
+    /// The plan's fingerprint digest.
+    pub plan: String,
+    /// The state the plan was made against.
+    pub made_against: StateRef,
 }
 
 /// One thing gpucap created.
@@ -108,6 +123,7 @@ impl State {
             lineage: uuid::Uuid::new_v4().to_string(),
             serial: 0,
             resources: Vec::new(),
+            applied_plan: None,
         }
     }
 
@@ -221,6 +237,19 @@ impl StateRef {
         lineage: None,
         serial: 0,
     };
+
+    /// Refuses the saved plan `plan` (its fingerprint digest), made against `self`, unless
+    /// the state is as it was then, or every write since was an apply of this same plan (a
+    /// re-run after a partial apply or a crash finishes the work).
+    pub fn check_plan(&self, plan: &str, current: Option<&State>) -> Result<(), StalePlan> {
+        if let Some(applied) = current.and_then(|s| s.applied_plan.as_ref())
+            && applied.plan == plan
+            && applied.made_against == *self
+        {
+            return Ok(());
+        }
+        self.check_current(&current.map_or(StateRef::NONE, State::reference))
+    }
 
     /// Refuses a plan made against `self` when the state is now `current` and differs.
     pub fn check_current(&self, current: &StateRef) -> Result<(), StalePlan> {

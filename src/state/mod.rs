@@ -53,7 +53,7 @@ pub use backend::{LocalBackend, StateBackend};
 pub use error::StateError;
 pub use journal::{Journal, JournalRead, JournalRecord, Step};
 pub use lock::{LockGuard, LockInfo, LockOptions};
-pub use managed::{ManagedResource, ResourceStatus, StalePlan, State, StateRef};
+pub use managed::{AppliedPlan, ManagedResource, ResourceStatus, StalePlan, State, StateRef};
 
 /// A current-thread runtime for the state tests, which drive the async backend by hand.
 #[cfg(test)]

@@ -197,7 +197,7 @@ async fn dropped_purchase_answer_is_unknown_and_found_by_the_intent_tag() {
 
     // Reconcile: the block is there, found by the intent tag, and was bought once.
     let found = cap
-        .find_by_tag(REGION, tag::INTENT, "intent-dropped-2")
+        .find_by_tag(REGION, &[], tag::INTENT, "intent-dropped-2")
         .await
         .expect("find by tag");
     assert_eq!(found.len(), 1, "{found:#?}");
@@ -209,7 +209,7 @@ async fn dropped_purchase_answer_is_unknown_and_found_by_the_intent_tag() {
     assert_eq!(record["intents"]["intent-dropped-2"]["purchases"], 1);
     // Nothing else carries another intent.
     assert!(
-        cap.find_by_tag(REGION, tag::INTENT, "intent-other")
+        cap.find_by_tag(REGION, &[], tag::INTENT, "intent-other")
             .await
             .unwrap()
             .is_empty()
@@ -719,7 +719,7 @@ async fn pools_are_created_once_and_scaled_on_demand_plus_spot() {
 
     // Found by its intent tag: the template and the group.
     let mut kinds: Vec<_> = cap
-        .find_by_tag(REGION, tag::INTENT, "intent-pool-1")
+        .find_by_tag(REGION, &[], tag::INTENT, "intent-pool-1")
         .await
         .unwrap()
         .into_iter()

@@ -324,10 +324,13 @@ pub trait Pools: Send + Sync {
 
 /// Finding what exists, for reconciliation and for `release`.
 pub trait Describe: Send + Sync {
-    /// Every resource in `region` whose tag `key` has `value` (e.g. the intent tag).
+    /// Every resource of one of `kinds` (all kinds when empty) in `region` whose tag `key` has
+    /// `value` (e.g. the intent tag). Naming the kinds keeps a lookup to the APIs that can hold
+    /// the answer.
     fn find_by_tag(
         &self,
         region: &str,
+        kinds: &[ResourceKind],
         key: &str,
         value: &str,
     ) -> BoxFuture<'_, ActResult<Vec<CloudResource>>>;

@@ -170,21 +170,40 @@ impl AwsCapacity {
             }))
     }
 
-    async fn by_tag(&self, region: &str, key: &str, value: &str) -> ActResult<Vec<CloudResource>> {
+    async fn by_tag(
+        &self,
+        region: &str,
+        kinds: &[ResourceKind],
+        key: &str,
+        value: &str,
+    ) -> ActResult<Vec<CloudResource>> {
+        let wants = |k: ResourceKind| kinds.is_empty() || kinds.contains(&k);
         let lookup = Lookup::Tag(key, value);
-        let mut out = self.reservations(region, lookup).await?;
-        out.extend(
-            self.launch_templates(region, lookup)
-                .await?
-                .iter()
-                .map(|t| launch_template(region, t)),
-        );
-        out.extend(
-            self.groups(region, lookup)
-                .await?
-                .iter()
-                .map(|g| pool(region, g)),
-        );
+        let mut out = Vec::new();
+        if wants(ResourceKind::Reservation) || wants(ResourceKind::CapacityBlock) {
+            out.extend(
+                self.reservations(region, lookup)
+                    .await?
+                    .into_iter()
+                    .filter(|r| wants(r.kind)),
+            );
+        }
+        if wants(ResourceKind::LaunchTemplate) {
+            out.extend(
+                self.launch_templates(region, lookup)
+                    .await?
+                    .iter()
+                    .map(|t| launch_template(region, t)),
+            );
+        }
+        if wants(ResourceKind::Pool) {
+            out.extend(
+                self.groups(region, lookup)
+                    .await?
+                    .iter()
+                    .map(|g| pool(region, g)),
+            );
+        }
         Ok(out)
     }
 
@@ -216,11 +235,17 @@ impl Describe for AwsCapacity {
     fn find_by_tag(
         &self,
         region: &str,
+        kinds: &[ResourceKind],
         key: &str,
         value: &str,
     ) -> BoxFuture<'_, ActResult<Vec<CloudResource>>> {
-        let (region, key, value) = (region.to_string(), key.to_string(), value.to_string());
-        Box::pin(async move { self.by_tag(&region, &key, &value).await })
+        let (region, kinds, key, value) = (
+            region.to_string(),
+            kinds.to_vec(),
+            key.to_string(),
+            value.to_string(),
+        );
+        Box::pin(async move { self.by_tag(&region, &kinds, &key, &value).await })
     }
 
     fn describe(

@@ -1,0 +1,440 @@
+//! `gpucap apply` end to end: the binary, a plan made by `gpucap plan`, the real AWS SDK, and
+//! the local EC2 capacity peer (`tests/peers/ec2_capacity_peer.py`), which keeps its own
+//! record of what it sold. Every test counts purchases in that record, never in gpucap's.
+//!
+//! - a plan is applied, a re-run has nothing to do, the state lists what was bought;
+//! - killed (SIGKILL) after every journal record, and in the middle of a purchase, then
+//!   force-unlocked and re-run: every block is bought exactly once and the state equals the
+//!   plan;
+//! - the peer drops the answer of a purchase it carried out: found by tag, not bought again;
+//! - two applies at once: one waits and fails naming the holder, the state stays whole;
+//! - a stale plan (a calendar edited after planning) is refused;
+//! - a dry run changes nothing; the audit log holds no credential.
+
+#[path = "support/ec2_peer.rs"]
+mod ec2_peer;
+#[path = "support/python.rs"]
+mod python;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use ec2_peer::Ec2Peer;
+use serde_json::Value;
+
+const NOW: &str = "2026-12-28T00:00:00Z";
+const SECRET: &str = "peer-secret-key-7f3a9c";
+
+struct Project {
+    dir: tempfile::TempDir,
+}
+
+impl Project {
+    /// The offline-apply example, copied into a temporary directory.
+    fn new() -> Project {
+        let dir = tempfile::tempdir().unwrap();
+        let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/apply-offline");
+        for f in ["gpucap.toml", "campaigns.yaml"] {
+            std::fs::copy(example.join(f), dir.path().join(f))
+                .unwrap_or_else(|e| panic!("{}: {e}", example.join(f).display()));
+        }
+        Project { dir }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    fn gpucap(&self, peer: Option<&Ec2Peer>, args: &[&str]) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_gpucap"));
+        cmd.arg("-c").arg(self.path("gpucap.toml")).args(args);
+        cmd.env_remove("GPUCAP_HALT_AFTER_JOURNAL")
+            .env("AWS_REGION", "us-east-1")
+            .env("AWS_ACCESS_KEY_ID", "peer-access-key")
+            .env("AWS_SECRET_ACCESS_KEY", SECRET)
+            .env("AWS_EC2_METADATA_DISABLED", "true")
+            .env("GPUCAP_RETRY_BASE_MS", "5")
+            .env("NO_COLOR", "1");
+        if let Some(peer) = peer {
+            cmd.env("GPUCAP_AWS_ENDPOINT_URL", peer.url());
+        }
+        cmd
+    }
+
+    fn run(&self, peer: Option<&Ec2Peer>, args: &[&str]) -> Output {
+        self.gpucap(peer, args).output().unwrap()
+    }
+
+    /// `gpucap plan` at `now`, written to `name`; returns the plan.
+    fn plan(&self, now: &str, name: &str) -> Value {
+        let out = self.path(name);
+        let run = self.run(
+            None,
+            &["plan", "--now", now, "-q", "-o", out.to_str().unwrap()],
+        );
+        assert!(run.status.success(), "{}", text(&run.stderr));
+        serde_json::from_str(&std::fs::read_to_string(out).unwrap()).unwrap()
+    }
+
+    fn apply(&self, peer: &Ec2Peer, plan: &str, extra: &[&str]) -> Output {
+        let plan = self.path(plan);
+        let mut args = vec![
+            "apply",
+            plan.to_str().unwrap(),
+            "--now",
+            NOW,
+            "--auto-approve",
+            "--window",
+            "30d",
+        ];
+        if !extra.contains(&"--reconcile-wait") {
+            args.extend_from_slice(&["--reconcile-wait", "1s"]);
+        }
+        args.extend_from_slice(extra);
+        self.run(Some(peer), &args)
+    }
+
+    fn state(&self) -> Value {
+        serde_json::from_str(&std::fs::read_to_string(self.path(".gpucap/state.json")).unwrap())
+            .unwrap()
+    }
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// The peer's offerings for a plan: `examples/apply-offline/offerings.py`.
+fn offerings(project: &Project, plan: &str) -> Value {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/apply-offline/offerings.py");
+    let out = Command::new("python3")
+        .arg(&script)
+        .arg(project.path(plan))
+        .output()
+        .unwrap_or_else(|e| panic!("python3 is needed to run {}: {e}", script.display()));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Purchases the peer recorded, per offering id.
+fn purchases(peer: &Ec2Peer) -> std::collections::BTreeMap<String, u64> {
+    let mut out = std::collections::BTreeMap::new();
+    for p in peer.record()["purchases"].as_array().unwrap() {
+        let id = p["offering_id"]
+            .as_str()
+            .or_else(|| p["capacity_block_offering_id"].as_str())
+            .unwrap_or("?")
+            .to_string();
+        *out.entry(id).or_insert(0) += 1;
+    }
+    out
+}
+
+/// The block parts the plan's due purchases come to (what must be bought once each).
+fn planned_parts(offerings: &Value) -> usize {
+    offerings["offerings"].as_array().unwrap().len()
+}
+
+fn blocks_in_state(project: &Project) -> usize {
+    project.state()["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["kind"] == "capacity_block")
+        .count()
+}
+
+fn setup() -> (Project, Ec2Peer, usize) {
+    let project = Project::new();
+    project.plan(NOW, "plan.json");
+    let offers = offerings(&project, "plan.json");
+    let parts = planned_parts(&offers);
+    assert!(parts >= 2, "the example buys several blocks: {offers}");
+    let peer = Ec2Peer::start(&offers);
+    (project, peer, parts)
+}
+
+#[test]
+fn a_plan_is_applied_once_and_a_rerun_has_nothing_to_do() {
+    let (project, peer, parts) = setup();
+    let run = project.apply(&peer, "plan.json", &[]);
+    let (out, err) = (text(&run.stdout), text(&run.stderr));
+    assert!(run.status.success(), "{out}\n{err}");
+    assert!(out.contains("Spent $"), "{out}");
+    assert!(err.contains("capacity_block"), "one line per action: {err}");
+    let bought = purchases(&peer);
+    assert_eq!(bought.len(), parts, "{bought:?}");
+    assert!(bought.values().all(|n| *n == 1), "{bought:?}");
+    assert_eq!(blocks_in_state(&project), parts);
+
+    let list = project.run(None, &["state", "list", "--format", "json"]);
+    let listed: Value = serde_json::from_slice(&list.stdout).unwrap();
+    assert_eq!(listed.as_array().unwrap().len(), parts);
+    let table = project.run(None, &["state", "list"]);
+    assert!(text(&table.stdout).contains("capacity_block"));
+
+    let again = project.apply(&peer, "plan.json", &[]);
+    assert!(again.status.success(), "{}", text(&again.stderr));
+    assert!(
+        text(&again.stdout).contains("Already done earlier"),
+        "{}",
+        text(&again.stdout)
+    );
+    assert_eq!(purchases(&peer), bought, "nothing bought on the re-run");
+
+    // The audit log names the purchases and never the secret key.
+    let audit = std::fs::read_to_string(project.path(".gpucap/audit.jsonl")).unwrap();
+    assert!(audit.contains("ec2:PurchaseCapacityBlock"));
+    for file in ["audit.jsonl", "journal.jsonl", "state.json"] {
+        let body = std::fs::read_to_string(project.path(&format!(".gpucap/{file}"))).unwrap();
+        assert!(!body.contains(SECRET), "{file} holds the secret key");
+        assert!(
+            !body.contains("peer-access-key"),
+            "{file} holds the access key"
+        );
+    }
+    assert!(!out.contains(SECRET) && !err.contains(SECRET));
+}
+
+#[test]
+fn a_dry_run_changes_nothing() {
+    let (project, peer, _) = setup();
+    let run = project.apply(&peer, "plan.json", &["--dry-run"]);
+    assert!(run.status.success(), "{}", text(&run.stderr));
+    assert!(
+        text(&run.stdout).contains("Would do"),
+        "{}",
+        text(&run.stdout)
+    );
+    assert!(purchases(&peer).is_empty());
+    assert!(!project.path(".gpucap").exists(), "not even the state");
+}
+
+/// Runs apply until it halts after journal record `n` (or finishes first), kills it with
+/// SIGKILL, and reports whether it halted.
+fn apply_and_kill_at(project: &Project, peer: &Ec2Peer, n: u64) -> bool {
+    let plan = project.path("plan.json");
+    let mut child = project
+        .gpucap(
+            Some(peer),
+            &[
+                "apply",
+                plan.to_str().unwrap(),
+                "--now",
+                NOW,
+                "--window",
+                "30d",
+                "--auto-approve",
+            ],
+        )
+        .env("GPUCAP_HALT_AFTER_JOURNAL", n.to_string())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if line.contains("halted after journal record") {
+                let _ = tx.send(true);
+            }
+        }
+        let _ = tx.send(false);
+    });
+    let halted = rx.recv_timeout(Duration::from_secs(120)).unwrap_or(false);
+    let _ = child.kill(); // SIGKILL
+    let _ = child.wait();
+    halted
+}
+
+/// The id of the lock a killed run left.
+fn lock_id(project: &Project) -> Option<String> {
+    let text = std::fs::read_to_string(project.path(".gpucap/lock.json")).ok()?;
+    let v: Value = serde_json::from_str(&text).ok()?;
+    v["id"].as_str().map(str::to_string)
+}
+
+#[test]
+fn killed_at_every_journal_boundary_then_rerun_buys_everything_exactly_once() {
+    // A full run writes: per block part intent, sent, done (3 records).
+    let (probe, probe_peer, parts) = setup();
+    let run = probe.apply(&probe_peer, "plan.json", &[]);
+    assert!(run.status.success(), "{}", text(&run.stderr));
+    let records = std::fs::read_to_string(probe.path(".gpucap/journal.jsonl"))
+        .unwrap()
+        .lines()
+        .count() as u64;
+    assert_eq!(records, 3 * parts as u64);
+
+    let started = Instant::now();
+    for n in 1..=records {
+        let (project, peer, _) = setup();
+        assert!(
+            apply_and_kill_at(&project, &peer, n),
+            "the run did not reach journal record {n}"
+        );
+        let id = lock_id(&project).expect("a killed run leaves its lock");
+        // The lock held by a dead process stops the next run, naming the holder.
+        let blocked = project.apply(&peer, "plan.json", &["--lock-timeout", "1s"]);
+        assert!(!blocked.status.success());
+        assert!(
+            text(&blocked.stderr).contains(&id),
+            "names the lock to force-unlock: {}",
+            text(&blocked.stderr)
+        );
+        let unlock = project.run(None, &["force-unlock", &id]);
+        assert!(unlock.status.success(), "{}", text(&unlock.stderr));
+        let rerun = project.apply(&peer, "plan.json", &[]);
+        assert!(
+            rerun.status.success(),
+            "kill after record {n}: {}\n{}",
+            text(&rerun.stdout),
+            text(&rerun.stderr)
+        );
+        let bought = purchases(&peer);
+        assert_eq!(bought.len(), parts, "kill after record {n}: {bought:?}");
+        assert!(
+            bought.values().all(|c| *c == 1),
+            "kill after record {n}: bought twice: {bought:?}"
+        );
+        assert_eq!(blocks_in_state(&project), parts, "kill after record {n}");
+    }
+    eprintln!(
+        "{records} kill points checked in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+}
+
+#[test]
+fn killed_in_the_middle_of_a_purchase_then_rerun_buys_it_once() {
+    let (project, peer, parts) = setup();
+    // The first purchase takes 3 s to answer; the run is killed while it waits.
+    peer.set_faults(&serde_json::json!({"seed": 1, "rules": [
+        {"fault": "latency", "action": "PurchaseCapacityBlock", "calls": [1], "seconds": 3}
+    ]}));
+    let plan = project.path("plan.json");
+    let mut child = project
+        .gpucap(
+            Some(&peer),
+            &[
+                "apply",
+                plan.to_str().unwrap(),
+                "--now",
+                NOW,
+                "--window",
+                "30d",
+                "--auto-approve",
+            ],
+        )
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while peer.calls("PurchaseCapacityBlock") == 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let _ = child.kill();
+    let _ = child.wait();
+    peer.set_faults(&serde_json::json!({"seed": 1, "rules": []}));
+    let id = lock_id(&project).expect("the killed run's lock");
+    assert!(project.run(None, &["force-unlock", &id]).status.success());
+    let rerun = project.apply(&peer, "plan.json", &[]);
+    assert!(rerun.status.success(), "{}", text(&rerun.stderr));
+    let bought = purchases(&peer);
+    assert_eq!(bought.len(), parts, "{bought:?}");
+    assert!(bought.values().all(|c| *c == 1), "{bought:?}");
+    assert_eq!(blocks_in_state(&project), parts);
+}
+
+#[test]
+fn a_dropped_answer_is_found_by_tag_and_not_bought_again() {
+    let (project, peer, parts) = setup();
+    peer.set_faults(&serde_json::json!({"seed": 3, "rules": [
+        {"fault": "drop_response", "action": "PurchaseCapacityBlock", "calls": [1]},
+        {"fault": "describe_delay", "seconds": 0.5}
+    ]}));
+    let run = project.apply(&peer, "plan.json", &["--reconcile-wait", "5s"]);
+    assert!(
+        run.status.success(),
+        "{}\n{}",
+        text(&run.stdout),
+        text(&run.stderr)
+    );
+    let bought = purchases(&peer);
+    assert_eq!(bought.len(), parts);
+    assert!(bought.values().all(|c| *c == 1), "{bought:?}");
+    assert!(
+        text(&run.stderr).contains("looking for intent"),
+        "{}",
+        text(&run.stderr)
+    );
+}
+
+#[test]
+fn two_applies_at_once_one_waits_and_fails_naming_the_holder() {
+    let (project, peer, parts) = setup();
+    // The first run is slow (each purchase answers after 1 s) and holds the lock meanwhile.
+    peer.set_faults(&serde_json::json!({"seed": 1, "rules": [
+        {"fault": "latency", "action": "PurchaseCapacityBlock", "seconds": 1}
+    ]}));
+    let plan = project.path("plan.json");
+    let first = project
+        .gpucap(
+            Some(&peer),
+            &[
+                "apply",
+                plan.to_str().unwrap(),
+                "--now",
+                NOW,
+                "--window",
+                "30d",
+                "--auto-approve",
+            ],
+        )
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !project.path(".gpucap/lock.json").exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let second = project.apply(&peer, "plan.json", &["--lock-timeout", "200ms"]);
+    assert!(!second.status.success());
+    let err = text(&second.stderr);
+    assert!(
+        err.contains("lock") && err.contains("force-unlock"),
+        "{err}"
+    );
+    let first = first.wait_with_output().unwrap();
+    assert!(first.status.success(), "{}", text(&first.stderr));
+    let bought = purchases(&peer);
+    assert_eq!(bought.len(), parts);
+    assert!(bought.values().all(|c| *c == 1), "{bought:?}");
+    assert_eq!(blocks_in_state(&project), parts, "the state is whole");
+}
+
+#[test]
+fn a_plan_whose_calendar_changed_is_refused_as_stale() {
+    let (project, peer, _) = setup();
+    let calendar = project.path("campaigns.yaml");
+    let text_before = std::fs::read_to_string(&calendar).unwrap();
+    std::fs::write(&calendar, text_before.replace("gpus: 64", "gpus: 72")).unwrap();
+    let run = project.apply(&peer, "plan.json", &[]);
+    assert_eq!(run.status.code(), Some(2), "{}", text(&run.stderr));
+    let err = text(&run.stderr);
+    assert!(
+        err.contains("saved plan is stale") && err.contains("campaigns.yaml"),
+        "{err}"
+    );
+    assert!(
+        err.contains("gpucap plan"),
+        "suggests planning again: {err}"
+    );
+    assert!(purchases(&peer).is_empty());
+}
