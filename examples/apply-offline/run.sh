@@ -27,7 +27,8 @@ peer_pid=$PEER_PID
 read -r port <&"${PEER[0]}"
 export GPUCAP_AWS_ENDPOINT_URL="http://127.0.0.1:$port" AWS_REGION=us-east-1
 export AWS_ACCESS_KEY_ID=peer-access-key AWS_SECRET_ACCESS_KEY=peer-secret-key
-purchases() { curl -s "http://127.0.0.1:$port/_peer/record" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["purchases"]))'; }
+purchases() { python3 -c 'import json,sys,urllib.request; r=json.load(urllib.request.urlopen(sys.argv[1])); print(len(r["purchases"]))' "http://127.0.0.1:$port/_peer/record"; }
+configure() { python3 -c 'import sys,urllib.request; urllib.request.urlopen(urllib.request.Request(sys.argv[1], data=open(sys.argv[2],"rb").read(), method="POST"))' "http://127.0.0.1:$port/_peer/config" "$1"; }
 
 echo "== apply"
 g apply "$work/plan.json" --now "$now" --window 30d --auto-approve
@@ -37,17 +38,32 @@ echo "== apply again: nothing to do"
 g apply "$work/plan.json" --now "$now" --window 30d --auto-approve
 echo "blocks the peer sold: $(purchases)"
 
-echo "== a new plan a week later, killed after its first purchase was sent"
-later="2027-01-04T00:00:00Z"
-g plan --now "$later" -q -o "$work/plan2.json" >/dev/null
+echo "== a new campaign, a new plan; its apply is killed after its purchase was journalled as sent"
+cat >> "$work/campaigns.yaml" <<'YAML'
+  - name: eval-sweep
+    team: research
+    accelerator: h100
+    gpus: 16
+    start: 2027-01-14T12:00:00Z
+    duration: 3d
+    interruptible: false
+    priority: high
+YAML
+g plan --now "$now" -q -o "$work/plan2.json" >/dev/null
 python3 "$here/offerings.py" "$work/plan2.json" > "$work/peer2.json"
-curl -s -X POST --data @"$work/peer2.json" "http://127.0.0.1:$port/_peer/config" >/dev/null
-GPUCAP_HALT_AFTER_JOURNAL=2 g apply "$work/plan2.json" --now "$later" --window 30d --auto-approve &
+configure "$work/peer2.json"
+before=$(wc -l < "$work/.gpucap/journal.jsonl")
+# GPUCAP_HALT_AFTER_JOURNAL is a test hook: the run stops after its 2nd journal record.
+GPUCAP_HALT_AFTER_JOURNAL=2 "$gpucap" -c "$work/gpucap.toml" apply "$work/plan2.json" --now "$now" --window 30d --auto-approve &
 pid=$!
-sleep 3; kill -9 "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true
+while [ "$(wc -l < "$work/.gpucap/journal.jsonl")" -lt $((before + 2)) ]; do sleep 0.2; done
+sleep 0.5; kill -9 "$pid"; wait "$pid" 2>/dev/null || true
+echo "(killed with SIGKILL)"
 lock=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["id"])' "$work/.gpucap/lock.json")
+echo "== the next run waits for the dead run's lock, and names it"
+g apply "$work/plan2.json" --now "$now" --window 30d --auto-approve --lock-timeout 1s || true
 echo "== force-unlock $lock, then apply again: the journal is settled first"
 g force-unlock "$lock"
-g apply "$work/plan2.json" --now "$later" --window 30d --auto-approve --reconcile-wait 2s
+g apply "$work/plan2.json" --now "$now" --window 30d --auto-approve --reconcile-wait 2s
 g state list
 echo "blocks the peer sold: $(purchases) (each exactly once)"

@@ -382,7 +382,8 @@ impl<'a> Executor<'a> {
             .with_jitter()
     }
 
-    /// A read-only or otherwise repeatable call, retried on throttling and server errors.
+    /// A read-only call (quotes, lookups), retried on throttling, server errors and lost
+    /// answers, none of which can have changed anything.
     pub(super) async fn safe<T, F, Fut>(&self, what: &str, f: F) -> ActResult<T>
     where
         F: FnMut() -> Fut,
@@ -394,8 +395,12 @@ impl<'a> Executor<'a> {
             f()
         };
         call.retry(self.backoff())
+            // Read-only calls: an unknown outcome changed nothing, so it is retried too.
             .when(|e: &ActError| {
-                matches!(e.kind, ActErrorKind::Throttled | ActErrorKind::Transient)
+                matches!(
+                    e.kind,
+                    ActErrorKind::Throttled | ActErrorKind::Transient | ActErrorKind::Unknown
+                )
             })
             .notify(|e: &ActError, after: Duration| {
                 self.counters.retries.fetch_add(1, Ordering::Relaxed);

@@ -98,7 +98,8 @@ impl Summary {
                 Outcome::Done { cost, .. } => cost,
                 _ => 0.0,
             })
-            .sum()
+            .sum::<f64>()
+            + 0.0 // an empty sum is -0.0
     }
 }
 

@@ -416,7 +416,8 @@ fn render(s: &Summary, later: usize) -> String {
                     Did::WouldDo { cost, .. } => cost,
                     _ => 0.0,
                 })
-                .sum()
+                .sum::<f64>()
+                + 0.0
         } else {
             s.spent()
         },
