@@ -438,3 +438,71 @@ fn a_plan_whose_calendar_changed_is_refused_as_stale() {
     );
     assert!(purchases(&peer).is_empty());
 }
+
+#[test]
+fn irreversible_spend_above_the_approval_limit_needs_a_recorded_approval() {
+    let project = Project::new();
+    let config = project.path("gpucap.toml");
+    let text_before = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(
+        &config,
+        text_before + "\n[budget]\napproval_above = 50000\n",
+    )
+    .unwrap();
+    let plan = project.plan(NOW, "plan.json");
+    let offers = offerings(&project, "plan.json");
+    let peer = Ec2Peer::start(&offers);
+
+    let refused = project.apply(&peer, "plan.json", &[]);
+    assert_eq!(refused.status.code(), Some(3), "{}", text(&refused.stderr));
+    assert!(
+        text(&refused.stderr).contains("needs an approval"),
+        "{}",
+        text(&refused.stderr)
+    );
+    assert!(
+        purchases(&peer).is_empty(),
+        "nothing bought without approval"
+    );
+
+    // An approvals file next to the plan, for this plan's fingerprint, is an approval.
+    let digest = plan["fingerprint"]["digest"].as_str().unwrap();
+    std::fs::write(
+        project.path("approvals.json"),
+        format!(
+            r#"[{{"plan": "{digest}", "by": "carol", "reason": "Q1 pretraining, ticket 42"}}]"#
+        ),
+    )
+    .unwrap();
+    let approved = project.apply(&peer, "plan.json", &[]);
+    assert!(approved.status.success(), "{}", text(&approved.stderr));
+    assert!(text(&approved.stderr).contains("approved by carol"));
+    let audit = std::fs::read_to_string(project.path(".gpucap/audit.jsonl")).unwrap();
+    let approval = audit
+        .lines()
+        .find(|l| l.contains("\"api\":\"approval\""))
+        .expect("the approval is in the audit log");
+    assert!(
+        approval.contains("carol") && approval.contains("ticket 42"),
+        "{approval}"
+    );
+    assert_eq!(purchases(&peer).len(), planned_parts(&offers));
+}
+
+#[test]
+fn apply_without_a_plan_file_plans_first() {
+    let project = Project::new();
+    project.plan(NOW, "plan.json");
+    let peer = Ec2Peer::start(&offerings(&project, "plan.json"));
+    let run = project.run(
+        Some(&peer),
+        &["apply", "--now", NOW, "--window", "30d", "--auto-approve"],
+    );
+    assert!(run.status.success(), "{}", text(&run.stderr));
+    assert!(
+        text(&run.stderr).contains("planned in"),
+        "{}",
+        text(&run.stderr)
+    );
+    assert!(!purchases(&peer).is_empty());
+}
