@@ -329,6 +329,19 @@ impl<'a> Executor<'a> {
         Ok(written)
     }
 
+    /// The `intent` record of a new call: what it is, and the request that lets a later run
+    /// find its effect.
+    async fn begin(
+        &self,
+        id: &Idempotency,
+        api: &str,
+        request: &Request,
+    ) -> Result<JournalRecord, StateError> {
+        let request = serde_json::to_value(request).unwrap_or_default();
+        self.journal(JournalRecord::intent(&self.run, id, api, request), None)
+            .await
+    }
+
     /// Records a resource in the state (written by [`Executor::save`]).
     pub(super) fn record(&mut self, resource: ManagedResource) {
         let digest = self.plan_digest().to_string();
@@ -634,15 +647,7 @@ impl<'a> Executor<'a> {
                 releases: None,
             };
             let intent = self
-                .journal(
-                    JournalRecord::intent(
-                        &self.run,
-                        &id,
-                        "ec2:PurchaseCapacityBlock",
-                        serde_json::to_value(&request).unwrap_or_default(),
-                    ),
-                    None,
-                )
+                .begin(&id, "ec2:PurchaseCapacityBlock", &request)
                 .await?;
             let sent = self.journal(intent.next(Step::Sent), None).await?;
             self.counters.calls.fetch_add(1, Ordering::Relaxed);
@@ -892,15 +897,7 @@ impl<'a> Executor<'a> {
             releases: None,
         };
         let intent = self
-            .journal(
-                JournalRecord::intent(
-                    &self.run,
-                    &id,
-                    "ec2:CreateCapacityReservation",
-                    serde_json::to_value(&journalled).unwrap_or_default(),
-                ),
-                None,
-            )
+            .begin(&id, "ec2:CreateCapacityReservation", &journalled)
             .await?;
         let (result, last) = self
             .repeatable(&intent, || cloud.create_reservation(&request, &id, false))
@@ -960,15 +957,7 @@ impl<'a> Executor<'a> {
             releases: Some(resource.id.clone()),
         };
         let intent = self
-            .journal(
-                JournalRecord::intent(
-                    &self.run,
-                    &id,
-                    "ec2:CancelCapacityReservation",
-                    serde_json::to_value(&request).unwrap_or_default(),
-                ),
-                None,
-            )
+            .begin(&id, "ec2:CancelCapacityReservation", &request)
             .await?;
         let (result, last) = self
             .repeatable(&intent, || {
@@ -1110,15 +1099,7 @@ impl<'a> Executor<'a> {
                 releases: None,
             };
             let intent = self
-                .journal(
-                    JournalRecord::intent(
-                        &self.run,
-                        &id,
-                        "autoscaling:CreateAutoScalingGroup",
-                        serde_json::to_value(&request).unwrap_or_default(),
-                    ),
-                    None,
-                )
+                .begin(&id, "autoscaling:CreateAutoScalingGroup", &request)
                 .await?;
             let (result, last) = self
                 .repeatable(&intent, || cloud.ensure_pool(&spec, &id, false))
@@ -1148,15 +1129,7 @@ impl<'a> Executor<'a> {
             releases: None,
         };
         let intent = self
-            .journal(
-                JournalRecord::intent(
-                    &self.run,
-                    &id,
-                    "autoscaling:UpdateAutoScalingGroup",
-                    serde_json::to_value(&request).unwrap_or_default(),
-                ),
-                None,
-            )
+            .begin(&id, "autoscaling:UpdateAutoScalingGroup", &request)
             .await?;
         let (result, last) = self
             .repeatable(&intent, || {

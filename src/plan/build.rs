@@ -770,7 +770,7 @@ impl IdMaker {
     }
 }
 /// Lowercase ASCII letters, digits and single dashes.
-fn slug(s: &str) -> String {
+pub(crate) fn slug(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         if c.is_ascii_alphanumeric() {
