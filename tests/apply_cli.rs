@@ -199,6 +199,63 @@ fn a_plan_is_applied_once_and_a_rerun_has_nothing_to_do() {
 }
 
 #[test]
+fn the_next_plan_counts_what_was_bought_and_buys_only_the_rest() {
+    let (project, peer, parts) = setup();
+    let first: Value =
+        serde_json::from_str(&std::fs::read_to_string(project.path("plan.json")).unwrap()).unwrap();
+    let run = project.apply(&peer, "plan.json", &[]);
+    assert!(run.status.success(), "{}", text(&run.stderr));
+    let bought = purchases(&peer);
+    assert_eq!(bought.len(), parts);
+
+    // The next night plans against the state: what was bought is owned, not bought again.
+    let second = project.plan(NOW, "plan2.json");
+    let blocks = |plan: &Value| -> Vec<String> {
+        plan["actions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|a| a["kind"] == "purchase_capacity_block")
+            .map(|a| a["id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let (before, after) = (blocks(&first), blocks(&second));
+    assert!(!before.is_empty());
+    assert!(
+        after.iter().all(|id| !before.contains(id)),
+        "bought blocks planned again: {after:?}"
+    );
+    let owned: u64 = second["pools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|p| p["existing"].as_array().unwrap())
+        .count() as u64;
+    assert!(
+        owned > 0,
+        "the bought blocks count as owned: {}",
+        second["pools"]
+    );
+    let cost = |plan: &Value| plan["cost"]["irreversible"].as_f64().unwrap();
+    assert!(
+        cost(&second) < cost(&first),
+        "irreversible spend {} then {}",
+        cost(&first),
+        cost(&second)
+    );
+    assert_eq!(second["state"]["serial"], project.state()["serial"]);
+
+    // Applying it buys nothing the first apply bought.
+    let again = project.apply(&peer, "plan2.json", &[]);
+    assert!(again.status.success(), "{}", text(&again.stderr));
+    let now = purchases(&peer);
+    assert!(
+        bought.iter().all(|(k, n)| now.get(k) == Some(n)),
+        "{bought:?} then {now:?}"
+    );
+}
+
+#[test]
 fn a_dry_run_changes_nothing() {
     let (project, peer, _) = setup();
     let run = project.apply(&peer, "plan.json", &["--dry-run"]);

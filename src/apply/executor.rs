@@ -630,7 +630,9 @@ impl<'a> Executor<'a> {
                 plan: self.plan_digest().to_string(),
                 action: part.id.clone(),
                 created_at: self.settings.now,
+                pool: Some(part.action.pool.clone()),
                 status: ResourceStatus::Pending,
+                idle_since: None,
             };
             let request = Request {
                 cloud: a.cloud.clone(),
@@ -887,7 +889,9 @@ impl<'a> Executor<'a> {
             plan: self.plan_digest().to_string(),
             action: part.id.clone(),
             created_at: self.settings.now,
+            pool: Some(part.action.pool.clone()),
             status: ResourceStatus::Pending,
+            idle_since: None,
         };
         let journalled = Request {
             cloud: a.cloud.clone(),
@@ -1089,7 +1093,9 @@ impl<'a> Executor<'a> {
                 plan: self.plan_digest().to_string(),
                 action: pool.name.clone(),
                 created_at: self.settings.now,
+                pool: Some(pool.pool.clone()),
                 status: ResourceStatus::Active,
+                idle_since: None,
             };
             let request = Request {
                 cloud: pool.cloud.clone(),

@@ -378,7 +378,9 @@ fn a_crash_after_sent_is_settled_before_anything_else() {
         plan: plan.fingerprint.digest.clone(),
         action: "block-a".into(),
         created_at: t(NOW),
+        pool: None,
         status: crate::state::ResourceStatus::Pending,
+        idle_since: None,
     };
     let request = executor::Request {
         cloud: "aws".into(),

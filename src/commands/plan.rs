@@ -104,6 +104,24 @@ fn make_with(
     // Loaded now, once: the fingerprint digests the policy text the gates evaluate later.
     let policies = project.policies()?;
     let mut existing = existing_capacity(&project)?;
+    // gpucap's own state, read once: what it holds is counted as owned (each night plans only
+    // what is not bought yet), and the plan records the serial it was made against.
+    let backend = crate::state::backend::open(&project.config.state, &project.root);
+    let state = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?
+        .block_on(backend.read_state())?;
+    if let Some(state) = &state {
+        let owned = ExistingCapacity::owned(state, now);
+        if !owned.is_empty() {
+            progress.note(&format!(
+                "{}: {} reservation(s), block(s) and commitment(s) gpucap bought earlier",
+                backend.location(),
+                owned.len()
+            ));
+        }
+        existing.extend(owned);
+    }
     let mut state_inputs = Vec::new();
     for path in &args.terraform_state {
         let (found, digest) = project.terraform_state(path)?;
@@ -213,12 +231,7 @@ fn make_with(
         .map_err(crate::commands::policy::input)?;
 
     // The apply state the plan is made against: `apply` refuses it once another run wrote it.
-    let backend = crate::state::backend::open(&project.config.state, &project.root);
-    let state = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?
-        .block_on(backend.state_ref())?;
-    plan.state = state.lineage.is_some().then_some(state);
+    plan.state = state.as_ref().map(crate::state::State::reference);
     Ok(plan)
 }
 
@@ -342,6 +355,7 @@ fn from_config(c: &CapacityConfig) -> Result<ExistingCapacity, String> {
         instances: c.instances,
         start: c.start.map(|t| t.0),
         end: c.end.map(|t| t.0),
+        pool: None,
     })
 }
 

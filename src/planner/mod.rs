@@ -284,11 +284,17 @@ fn existing_offer(
     e: &ExistingCapacity,
 ) -> Option<(problem::Offer, OfferInfo)> {
     let (accelerator, gpus) = instance_types::lookup(e.cloud, &e.instance_type)?;
-    let pool = demand.pools.iter().find(|p| {
+    let fits = |p: &&crate::demand::Pool| {
         p.accelerator == accelerator
             && p.effective_clouds().contains(&e.cloud)
             && (p.regions.is_empty() || p.regions.contains(&e.region))
-    })?;
+    };
+    let pool = demand
+        .pools
+        .iter()
+        .filter(fits)
+        .find(|p| e.pool.as_deref() == Some(p.id.as_str()))
+        .or_else(|| demand.pools.iter().find(fits))?;
     let horizon = demand.horizon;
     let from = e.start.map_or(0, |t| horizon.hour_floor(t)).max(0);
     let to = e

@@ -77,8 +77,16 @@ pub struct ManagedResource {
     pub plan: String,
     /// The plan action id that created it.
     pub action: String,
+    /// The plan's pool it was bought for (absent in states written before gpucap recorded it):
+    /// a later plan counts it for that pool first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pool: Option<String>,
     pub created_at: DateTime<Utc>,
     pub status: ResourceStatus,
+    /// Since when the cloud has reported it unused, as first seen by `gpucap release` (cleared
+    /// when it is seen in use): idle detection needs two looks, `release.idle_after` apart.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_since: Option<DateTime<Utc>>,
 }
 
 /// Where a managed resource is in its life.
@@ -293,7 +301,9 @@ pub(crate) mod tests {
             plan: "sha256:0123".into(),
             action: action.into(),
             created_at: "2027-01-20T10:00:00Z".parse().unwrap(),
+            pool: None,
             status: ResourceStatus::Pending,
+            idle_since: None,
         }
     }
 

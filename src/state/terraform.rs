@@ -211,6 +211,7 @@ impl Reader<'_> {
                     instances,
                     start,
                     end,
+                    pool: None,
                 })
             };
         Ok(match ty {
