@@ -36,7 +36,7 @@ use serde_json::json;
 
 use super::ice::IceCache;
 use super::work::{Part, PoolWork, Work};
-use crate::plan::Plan;
+use crate::plan::{Action, Plan};
 use crate::state::{
     AppliedPlan, AuditRecord, JournalRecord, LockGuard, ManagedResource, ResourceStatus, State,
     StateBackend, StateError, StateRef, Step,
@@ -236,9 +236,30 @@ impl From<StateError> for Attempt {
     }
 }
 
+/// What a run carries out, as the executor needs it: the digest that names it in the journal,
+/// the audit log, tags and client tokens; the state it was made against; and the plan's actions
+/// (a pool launches into the reservations bought for it). `gpucap apply` carries out a plan,
+/// `gpucap release` a release list.
+#[derive(Debug, Clone)]
+pub struct Mandate<'a> {
+    pub digest: String,
+    pub made_against: StateRef,
+    pub actions: &'a [Action],
+}
+
+impl<'a> Mandate<'a> {
+    pub fn plan(plan: &'a Plan) -> Mandate<'a> {
+        Mandate {
+            digest: plan.fingerprint.digest.clone(),
+            made_against: plan.state.clone().unwrap_or(StateRef::NONE),
+            actions: &plan.actions,
+        }
+    }
+}
+
 /// Carries out work, one unit at a time.
 pub struct Executor<'a> {
-    pub(super) plan: &'a Plan,
+    pub(super) mandate: Mandate<'a>,
     pub(super) clouds: &'a Clouds,
     pub(super) backend: &'a dyn StateBackend,
     /// `None` only in a dry run.
@@ -257,7 +278,7 @@ pub struct Executor<'a> {
 impl<'a> Executor<'a> {
     #[allow(clippy::too_many_arguments)]
     pub fn new(
-        plan: &'a Plan,
+        mandate: Mandate<'a>,
         clouds: &'a Clouds,
         backend: &'a dyn StateBackend,
         guard: Option<&'a LockGuard>,
@@ -267,7 +288,7 @@ impl<'a> Executor<'a> {
         progress: &'a (dyn Fn(&str) + Send + Sync),
     ) -> Executor<'a> {
         Executor {
-            plan,
+            mandate,
             clouds,
             backend,
             guard,
@@ -299,7 +320,15 @@ impl<'a> Executor<'a> {
     }
 
     fn plan_digest(&self) -> &str {
-        &self.plan.fingerprint.digest
+        &self.mandate.digest
+    }
+
+    /// The state's record of which plan (or release) last wrote it.
+    fn applied(&self) -> AppliedPlan {
+        AppliedPlan {
+            plan: self.mandate.digest.clone(),
+            made_against: self.mandate.made_against.clone(),
+        }
     }
 
     // ---- journal, audit, state -------------------------------------------------------
@@ -344,11 +373,7 @@ impl<'a> Executor<'a> {
 
     /// Records a resource in the state (written by [`Executor::save`]).
     pub(super) fn record(&mut self, resource: ManagedResource) {
-        let digest = self.plan_digest().to_string();
-        self.state.applied_plan = Some(AppliedPlan {
-            plan: digest,
-            made_against: self.plan.state.clone().unwrap_or(StateRef::NONE),
-        });
+        self.state.applied_plan = Some(self.applied());
         self.state.upsert(resource);
         self.dirty = true;
     }
@@ -374,12 +399,9 @@ impl<'a> Executor<'a> {
         let guard = self
             .guard
             .expect("the executor writes state only when it holds the lock");
-        if self.state.applied_plan.is_none() {
-            self.state.applied_plan = Some(AppliedPlan {
-                plan: self.plan_digest().to_string(),
-                made_against: self.plan.state.clone().unwrap_or(StateRef::NONE),
-            });
-        }
+        // A write names what made it: a saved plan made before it is stale from now on, unless
+        // it is the one being carried out (see `StateRef::check_plan`).
+        self.state.applied_plan = Some(self.applied());
         self.backend.write_state(guard, &mut self.state).await?;
         self.dirty = false;
         Ok(())
@@ -1018,7 +1040,7 @@ impl<'a> Executor<'a> {
                     && r.instance_type == pool.instance_type
                     && !matches!(r.status, ResourceStatus::Released | ResourceStatus::Expired)
                     && self
-                        .plan
+                        .mandate
                         .actions
                         .iter()
                         .any(|a| a.pool == pool.pool && super::work::belongs_to(r, &a.id))

@@ -139,7 +139,7 @@ pub async fn run(r: Run<'_>) -> Result<Summary, RunError> {
     let state = state.unwrap_or_else(State::new);
 
     let mut exec = Executor::new(
-        r.plan,
+        executor::Mandate::plan(r.plan),
         r.clouds,
         r.backend,
         guard.as_ref(),
