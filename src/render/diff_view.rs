@@ -76,10 +76,15 @@ pub fn signed_money(x: f64) -> String {
     }
 }
 
-/// A percentage with a sign: `+3.1 %`, `−0.4 %`, `0.0 %`; empty when not a number.
+/// A percentage with a sign: `+3.1 %`, `−0.4 %`, `+<0.1 %`, `0.0 %`; empty when not a
+/// number.
 pub fn signed_percent(fraction: f64) -> String {
-    let p = percent(fraction.abs());
-    if p.is_empty() || (fraction * 1000.0).round() == 0.0 {
+    let p = if fraction != 0.0 && (fraction * 1000.0).round() == 0.0 {
+        "<0.1 %".to_string()
+    } else {
+        percent(fraction.abs())
+    };
+    if p.is_empty() || fraction == 0.0 {
         p
     } else if fraction > 0.0 {
         format!("+{p}")
@@ -593,7 +598,8 @@ mod tests {
         assert_eq!(signed_money(f64::NAN), "?");
         assert_eq!(signed_percent(0.031), "+3.1 %");
         assert_eq!(signed_percent(-0.004), "−0.4 %");
-        assert_eq!(signed_percent(-0.00001), "0.0 %");
+        assert_eq!(signed_percent(-0.00001), "−<0.1 %");
+        assert_eq!(signed_percent(0.0), "0.0 %");
         assert_eq!(delta(&Delta::of(100.0, 100.2)), "$0");
         assert_eq!(delta(&Delta::of(1000.0, 1031.0)), "+$31 (+3.1 %)");
         assert_eq!(delta(&Delta::of(0.0, 5.0)), "+$5");
