@@ -7,12 +7,13 @@
 
 use std::path::{Path, PathBuf};
 
-use gpucap::plan::{PLAN_SCHEMA, Plan};
-use gpucap::render::markdown::markdown;
+use gpucap::plan::diff::{PlanDiff, diff};
+use gpucap::plan::{ActionKind, PLAN_SCHEMA, Plan};
+use gpucap::render::markdown::{markdown, markdown_with_changes};
 use gpucap::render::plan_chart::{
     PlanChartError, write_capacity_chart, write_charts, write_cost_chart,
 };
-use gpucap::render::plan_summary::summary;
+use gpucap::render::plan_summary::{summary, summary_with_changes};
 use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
 
 const PLANS: &[&str] = &["render-sample"];
@@ -451,4 +452,167 @@ fn the_quickstart_plan_renders() {
         "the long purchase list is cut"
     );
     insta::assert_snapshot!("summary-quickstart", summary(&plan, false));
+}
+
+/// The render sample as it was the night before: a smaller capacity block (the same purchase,
+/// resized), an on-demand run at a lower price, a spot run since dropped, no A100 run yet, the
+/// AWS prices from the snapshot, and another calendar.
+fn night_before(current: &Plan) -> Plan {
+    let mut plan = current.clone();
+    plan.created_at = "2027-01-02T06:00:00Z".into();
+    plan.actions
+        .retain(|a| a.id != "od-a100-us-gcp-us-central1-a2-ultragpu-8g-1344");
+    for a in &mut plan.actions {
+        match a.kind {
+            ActionKind::PurchaseCapacityBlock => {
+                a.id = a.id.replace("-0336", "-0336-6x");
+                a.instances = 6;
+                a.gpus = 48;
+                a.cost = 63_423.36;
+                a.campaigns.push("warmup".into());
+            }
+            ActionKind::RunOnDemand => a.cost = 30_000.0,
+            _ => {}
+        }
+    }
+    let mut dropped = plan
+        .actions
+        .iter()
+        .find(|a| a.kind == ActionKind::RunSpot)
+        .unwrap()
+        .clone();
+    dropped.id = "spot-h100-us-aws-us-west-2-p5-48xlarge-2x-20270120-7d".into();
+    dropped.instances = 2;
+    dropped.gpus = 16;
+    dropped.start = "2027-01-20T00:00:00Z".into();
+    dropped.end = "2027-01-27T00:00:00Z".into();
+    dropped.cost = 14_162.40;
+    plan.actions.push(dropped);
+    for q in plan.quotes.iter_mut().filter(|q| q.source == "live") {
+        q.source = "snapshot".into();
+        q.fetched_at = "2026-12-01T00:00:00Z".into();
+        if q.offer.ends_with("/on-demand") {
+            q.price_per_instance_hour = 89.29;
+        }
+    }
+    plan.fingerprint.inputs[0].sha256 = format!("sha256:{}", "0".repeat(64));
+    plan.fingerprint.digest = gpucap::plan::fingerprint::recompute(&plan.fingerprint.inputs);
+    plan.cost.expected_total -= 25_000.0;
+    plan.cost.irreversible -= 21_141.12;
+    plan
+}
+
+fn sample_changes() -> (Plan, PlanDiff) {
+    let current = load("render-sample");
+    let d = diff(&night_before(&current), &current).against_file("plans/last-applied.json");
+    (current, d)
+}
+
+#[test]
+fn changes_since_the_previous_plan_render_and_match_snapshots() {
+    let (plan, d) = sample_changes();
+    assert_eq!(
+        (d.added.len(), d.removed.len(), d.changed.len()),
+        (1, 1, 3),
+        "{d:#?}"
+    );
+    let md = markdown_with_changes(&plan, Some(&d));
+    check_markdown(&md);
+    assert!(
+        md.contains(
+            "**\\+1 action, −1, \\~3 changed · expected cost +\\$25,000 (+3.1 %) · irreversible +\\$21,141**"
+        ),
+        "{md}"
+    );
+    assert!(
+        md.contains("- calendar `calendars/training.ics` changed\n"),
+        "{md}"
+    );
+    assert!(
+        md.contains("- prices from live (3), snapshot (2) now, from snapshot (5) before\n"),
+        "{md}"
+    );
+    // Without a previous plan, the same document as before.
+    assert_eq!(markdown_with_changes(&plan, None), markdown(&plan));
+    insta::assert_snapshot!("markdown-changes-render-sample", md);
+
+    let text = summary_with_changes(&plan, Some(&d), false);
+    assert!(
+        text.contains("changes since plans/last-applied.json"),
+        "{text}"
+    );
+    assert!(text.contains("6 → 8 instances (48 → 64 GPUs)"), "{text}");
+    assert_eq!(
+        summary_with_changes(&plan, None, false),
+        summary(&plan, false)
+    );
+    insta::assert_snapshot!("summary-changes-render-sample", text);
+}
+
+#[test]
+fn hostile_names_do_not_break_the_changes_section() {
+    let current = hostile_plan();
+    let mut previous = night_before(&current);
+    previous.fingerprint.inputs[0].name = format!("{HOSTILE}.ics");
+    for a in previous.actions.iter_mut() {
+        a.campaigns.retain(|c| !c.starts_with("<script>"));
+    }
+    let d = diff(&previous, &current).against_file(format!("{HOSTILE}.json"));
+    let md = markdown_with_changes(&current, Some(&d));
+    check_markdown(&md);
+    let seen = visible_text(&md);
+    let flat = HOSTILE.replace('\n', " ").replace('\u{1b}', "");
+    assert!(
+        seen.contains(&format!("{flat}.json")),
+        "the file name reads as written:\n{seen}"
+    );
+    assert!(seen.contains(&format!("<script>{flat}")), "{seen}");
+    let text = summary_with_changes(&current, Some(&d), false);
+    assert!(
+        !text.contains('\u{1b}'),
+        "escape sequences are shown escaped"
+    );
+    assert!(text.contains("\\u{1b}[31m"));
+}
+
+#[test]
+fn a_long_list_of_changes_is_cut_and_the_comment_fits() {
+    // Every action of a big plan bought again a little dearer under another id: each is a
+    // resized or moved purchase, listed as a change.
+    let config = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/quickstart/gpucap.toml");
+    let out = assert_cmd::Command::cargo_bin("gpucap")
+        .unwrap()
+        .env("NO_COLOR", "1")
+        .arg("--config")
+        .arg(&config)
+        .args([
+            "plan",
+            "--now",
+            "2027-01-02T00:00:00Z",
+            "-q",
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    let plan: Plan = serde_json::from_slice(&out.stdout).unwrap();
+    let mut previous = plan.clone();
+    for a in &mut previous.actions {
+        a.id.push_str("-then");
+        a.cost *= 0.9;
+    }
+    let d = diff(&previous, &plan);
+    assert_eq!(d.changed.len(), plan.actions.len(), "every action paired");
+    assert!(d.changed.len() > 100);
+    let md = markdown_with_changes(&plan, Some(&d));
+    check_markdown(&md);
+    assert!(
+        md.len() < 65_536,
+        "GitHub's comment limit: {} bytes",
+        md.len()
+    );
+    assert!(
+        md.contains(&format!("… and {} more changes", d.changed.len() - 30)),
+        "{md}"
+    );
 }

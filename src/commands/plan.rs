@@ -5,7 +5,7 @@
 //! Everything between reading the inputs and writing the outputs is the pure library
 //! (demand → planner → solver → plan → policy); this module is the edges and the progress.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
@@ -54,9 +54,14 @@ pub struct PlanArgs {
     #[arg(long, value_name = "DIR")]
     pub chart_dir: Option<PathBuf>,
     /// Exit 0 when the plan has no actions, 2 when it has some (1 on errors, 3 when denied),
-    /// like `terraform plan -detailed-exitcode`.
+    /// like `terraform plan -detailed-exitcode`. With `--compare-to`: 0 when nothing changed
+    /// since the previous plan, 2 when something did.
     #[arg(long)]
     pub detailed_exitcode: bool,
+    /// Show what changed since a previous plan (`gpucap.plan/v1` JSON, e.g. the last applied
+    /// one): actions added, removed and changed, the cost totals, and which inputs moved.
+    #[arg(long, value_name = "PREVIOUS.json")]
+    pub compare_to: Option<PathBuf>,
     /// Plan as if it were this time (RFC 3339): booking windows and quote ages use it.
     #[arg(long, value_name = "TIME", value_parser = parse_now)]
     pub now: Option<DateTime<Utc>>,
@@ -247,6 +252,7 @@ pub fn make(global: &GlobalArgs, offline: bool, now: DateTime<Utc>) -> anyhow::R
         format: PlanFormat::Table,
         chart_dir: None,
         detailed_exitcode: false,
+        compare_to: None,
         now: Some(now),
         time_limit: None,
         terraform_state: Vec::new(),
@@ -267,9 +273,14 @@ pub fn make(global: &GlobalArgs, offline: bool, now: DateTime<Utc>) -> anyhow::R
 
 pub fn run(global: &GlobalArgs, args: PlanArgs) -> anyhow::Result<Outcome> {
     let now = args.now.unwrap_or_else(Utc::now);
+    // Read before planning, so a wrong path fails at once, not after the solve.
+    let previous = args.compare_to.as_deref().map(previous_plan).transpose()?;
     let progress = Progress::new(global.quiet);
     let plan = make_with(global, &args, now, &progress)?;
     progress.done();
+    let changes = previous.map(|(path, previous)| {
+        crate::plan::diff::diff(&previous, &plan).against_file(path.display().to_string())
+    });
     if let Some(path) = &args.out {
         let text = serde_json::to_string_pretty(&plan)? + "\n";
         write_atomically(path, text.as_bytes())?;
@@ -296,24 +307,67 @@ pub fn run(global: &GlobalArgs, args: PlanArgs) -> anyhow::Result<Outcome> {
         }
     }
     let text = match args.format {
-        PlanFormat::Json => serde_json::to_string_pretty(&plan)? + "\n",
-        PlanFormat::Markdown => crate::render::markdown::markdown(&plan),
-        PlanFormat::Table => {
-            crate::render::plan_summary::summary(&plan, stdout_color(global.color))
+        // The plan document as `-o` writes it, with the diff after its fields.
+        PlanFormat::Json => {
+            let json = match &changes {
+                Some(diff) => serde_json::to_string_pretty(&PlanWithDiff { plan: &plan, diff })?,
+                None => serde_json::to_string_pretty(&plan)?,
+            };
+            json + "\n"
         }
+        PlanFormat::Markdown => {
+            crate::render::markdown::markdown_with_changes(&plan, changes.as_ref())
+        }
+        PlanFormat::Table => crate::render::plan_summary::summary_with_changes(
+            &plan,
+            changes.as_ref(),
+            stdout_color(global.color),
+        ),
     };
     stdout(&text)?;
     // The summary shows the gates itself; with data on stdout they go to stderr.
     if !global.quiet && args.format != PlanFormat::Table {
         eprint!("{}", plan.gates.report());
     }
+    // With a previous plan, "changes" are changes since it (the nightly loop opens a pull
+    // request only then); without, any action is one, as Terraform counts them.
+    let has_changes = match &changes {
+        Some(diff) => !diff.is_empty(),
+        None => !plan.actions.is_empty(),
+    };
     Ok(Outcome(if plan.gates.is_denied() {
         exit::DENIED
-    } else if args.detailed_exitcode && !plan.actions.is_empty() {
+    } else if args.detailed_exitcode && has_changes {
         exit::CHANGES
     } else {
         exit::OK
     }))
+}
+
+/// The plan JSON with a `diff` object after the plan's own fields.
+#[derive(serde::Serialize)]
+struct PlanWithDiff<'a> {
+    #[serde(flatten)]
+    plan: &'a Plan,
+    diff: &'a crate::plan::diff::PlanDiff,
+}
+
+/// The plan `--compare-to` names. Every failure is bad input (exit 2) naming the file: a path
+/// given on the command line that is missing or unreadable is the caller's to fix.
+fn previous_plan(path: &Path) -> anyhow::Result<(PathBuf, Plan)> {
+    match crate::plan::read::read(path) {
+        Ok(saved) => Ok((path.to_path_buf(), saved.plan)),
+        Err(crate::plan::read::ReadError::Io { source, .. }) => Err(InputError::new(
+            Location::file(path).field("--compare-to"),
+            format!("cannot read the previous plan: {source}"),
+        )
+        .with_hint(
+            "--compare-to takes a plan `gpucap plan -o plan.json` wrote; on the first run there \
+             is none: leave the flag out",
+        )
+        .into()),
+        Err(e) => Err(e.into_anyhow()),
+    }
 }
 
 /// The capacity the config lists (and, later, Terraform state).

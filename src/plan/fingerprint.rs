@@ -111,8 +111,9 @@ pub fn recompute(inputs: &[InputDigest]) -> String {
     .digest
 }
 
-/// How a local input differs from when the plan was made.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+/// How an input differs from when the plan was made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Change {
     /// The same file, other content.
     Changed,
@@ -122,10 +123,10 @@ pub enum Change {
     Removed,
 }
 
-/// One local input that differs between a plan and the files now.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+/// One input that differs between a plan and the files now (or another plan).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
 pub struct InputChange {
-    /// `config`, `calendar`, `forecast`, `policy` or `state`.
+    /// `config`, `calendar`, `forecast`, `policy`, `state`, `quotes`, `problem` or `tool`.
     pub kind: String,
     /// The file, relative to the project root (see [`input_name`]).
     pub name: String,
@@ -149,14 +150,26 @@ impl fmt::Display for InputChange {
 /// not stale. Prices, the problem and the gpucap version are not compared: they are expected
 /// to move, and `apply` checks the prices it pays on their own.
 pub fn stale_inputs(recorded: &[InputDigest], current: &[InputDigest]) -> Vec<InputChange> {
-    let local = |inputs: &[InputDigest]| -> BTreeMap<(String, String), String> {
+    let local = |inputs: &[InputDigest]| -> Vec<InputDigest> {
         inputs
             .iter()
             .filter(|i| i.is_local_file())
+            .cloned()
+            .collect()
+    };
+    input_changes(&local(recorded), &local(current))
+}
+
+/// Every input, of any kind, whose digest differs between two fingerprints (`then` and `now`),
+/// or that is in only one of them; sorted by kind and name. What moved between two plans.
+pub fn input_changes(then: &[InputDigest], now: &[InputDigest]) -> Vec<InputChange> {
+    let by_name = |inputs: &[InputDigest]| -> BTreeMap<(String, String), String> {
+        inputs
+            .iter()
             .map(|i| ((i.kind.clone(), i.name.clone()), i.sha256.clone()))
             .collect()
     };
-    let (then, now) = (local(recorded), local(current));
+    let (then, now) = (by_name(then), by_name(now));
     let mut changes: Vec<InputChange> = Vec::new();
     let mut push = |(kind, name): &(String, String), change| {
         changes.push(InputChange {
@@ -279,6 +292,25 @@ mod tests {
                 "policy policies/acme/b.rego was added",
             ]
         );
+    }
+
+    #[test]
+    fn input_changes_compare_every_kind_not_only_local_files() {
+        let then = inputs(REPO);
+        let mut now = inputs(REPO);
+        for i in &mut now {
+            if i.kind == "quotes" {
+                i.sha256 = sha256(b"other prices");
+            }
+        }
+        now.retain(|i| i.kind != "tool");
+        let shown: Vec<String> = input_changes(&then, &now)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(shown, ["quotes offers changed", "tool gpucap was removed"]);
+        assert_eq!(stale_inputs(&then, &now), []);
+        assert_eq!(input_changes(&then, &then), []);
     }
 
     #[test]

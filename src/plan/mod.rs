@@ -6,13 +6,15 @@
 //! on it later can refuse a plan whose inputs have moved. The types here are plain serde data;
 //! [`build`] makes one from a problem and its solution, [`fingerprint`] hashes the inputs and
 //! tells which have moved since, [`gates`] evaluates the budget gates on a plan, [`due`] picks
-//! the actions due in a window, and [`read`] reads a saved plan back. `plan`, `generate` and
+//! the actions due in a window, [`read`] reads a saved plan back, and [`diff`] says what changed
+//! from one plan to the next. `plan`, `generate` and
 //! `apply` share these, so they agree on what a plan says and when it is stale.
 //!
 //! The fields the gates read (`cost`, `actions`, `campaigns`, `quotes`) are the contract written
 //! down in `policies/README.md`; the rest is for people, charts and renderers.
 
 pub mod build;
+pub mod diff;
 pub mod due;
 pub mod fingerprint;
 pub mod gates;

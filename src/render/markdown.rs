@@ -1,6 +1,7 @@
 //! The plan as GitHub-flavoured markdown for a pull-request comment (`gpucap plan --format
-//! markdown`): verdict, summary, gates, what to buy, cost, baselines and risk up front; every
-//! action, quote, assumption and input collapsed below.
+//! markdown`): verdict, summary, what changed since the last applied plan (`--compare-to`),
+//! gates, what to buy, cost, baselines and risk up front; every action, quote, assumption and
+//! input collapsed below.
 //!
 //! Names in a plan come from users' calendars and configs, so every string from the plan is
 //! escaped: identifiers go in code spans, prose is backslash-escaped with `<`, `>` and `&` as
@@ -9,23 +10,34 @@
 
 use std::fmt::Write;
 
+use super::diff_view::{self, Part, Phrase, Sign, signed_money};
 use super::plan_view::{
     self, KINDS, Verdict, age, best_baseline, gate_counts, kind_label, money, percent, purchases,
     runs_by_pool, saving, share, short_time,
 };
 use super::terminal::thousands;
 use crate::plan::Plan;
+use crate::plan::diff::PlanDiff;
 use crate::policy::Decision;
 
 /// GitHub rejects comments over 65,536 characters; long plans list the first purchases and
 /// actions by start and point to the plan file for the rest.
 const MAX_PURCHASE_ROWS: usize = 40;
 const MAX_ACTION_ROWS: usize = 60;
+const MAX_CHANGE_ROWS: usize = 30;
 
 /// The markdown document, ending in one newline, no trailing whitespace on any line.
 pub fn markdown(plan: &Plan) -> String {
+    markdown_with_changes(plan, None)
+}
+
+/// The markdown document with, after its summary, what changed since a previous plan.
+pub fn markdown_with_changes(plan: &Plan, changes: Option<&PlanDiff>) -> String {
     let mut md = String::new();
     headline(&mut md, plan);
+    if let Some(d) = changes {
+        changes_since(&mut md, plan, d);
+    }
     gates(&mut md, plan);
     buy(&mut md, plan);
     cost(&mut md, plan);
@@ -120,17 +132,7 @@ fn dollars_or_dash(x: f64) -> String {
 
 /// `$98.32`: unit prices keep their cents.
 fn price(x: f64) -> String {
-    if !x.is_finite() {
-        return "?".into();
-    }
-    let cents = (x * 100.0).round();
-    let sign = if cents < 0.0 { "-" } else { "" };
-    let cents = cents.abs() as u64;
-    text(&format!(
-        "{sign}${}.{:02}",
-        thousands(cents / 100),
-        cents % 100
-    ))
+    text(&plan_view::unit_price(x))
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -279,6 +281,132 @@ fn headline(md: &mut String, plan: &Plan) {
         format!("{}: {}", verdict.sentence(), gate_counts(&plan.gates)),
     ]);
     t.write(md);
+}
+
+/// A phrase: prose escaped, names in code spans (escaped for a table cell when `in_table`).
+fn phrase(p: &Phrase, in_table: bool) -> String {
+    p.0.iter()
+        .map(|part| match part {
+            Part::Text(s) => text(s),
+            Part::Name(s) => code_span(s, in_table),
+        })
+        .collect()
+}
+
+/// What changed since the previous plan: a summary line, `+ / - / ~` rows with cost changes,
+/// the totals before and now, and why the plan moved.
+fn changes_since(md: &mut String, plan: &Plan, d: &PlanDiff) {
+    heading(md, "Changes since the last applied plan");
+    let previous = format!(
+        "{}, made {} UTC",
+        code(diff_view::previous_name(d)),
+        text(&short_time(&d.previous.created_at))
+    );
+    let unchanged = format!(
+        "{} action{}",
+        thousands(d.unchanged as u64),
+        if d.unchanged == 1 { "" } else { "s" }
+    );
+    if d.is_empty() {
+        let _ = writeln!(
+            md,
+            "No changes since {previous}: the plan buys and runs the same ({unchanged})."
+        );
+    } else {
+        let _ = writeln!(
+            md,
+            "**{}**
+",
+            text(&diff_view::headline(d))
+        );
+        let _ = writeln!(md, "Compared with {previous}; {unchanged} unchanged.");
+        let mut t = MdTable::new(&[
+            ("", L),
+            ("Action", L),
+            ("Id", L),
+            ("Instances", L),
+            ("When", L),
+            ("Cost", R),
+            ("Change", R),
+            ("What changed", L),
+        ]);
+        let rows = diff_view::rows(d);
+        let shown = rows.len().min(MAX_CHANGE_ROWS);
+        for row in &rows[..shown] {
+            let a = row.action;
+            let what = match (row.sign, row.changed) {
+                (_, Some(c)) => {
+                    let what = diff_view::change_phrases(c)
+                        .iter()
+                        .map(|p| phrase(p, true))
+                        .collect::<Vec<_>>()
+                        .join("; ");
+                    if c.id == c.previous_id {
+                        what
+                    } else {
+                        format!("{what} (was {})", code_cell(&c.previous_id))
+                    }
+                }
+                (Sign::Added, None) => "new".into(),
+                _ => "removed".into(),
+            };
+            t.row(vec![
+                text(row.sign.symbol()),
+                kind_label(a.kind).into(),
+                code_cell(&a.id),
+                text(&plan_view::size(a)),
+                text(&plan_view::window(a)),
+                dollars(row.cost),
+                text(&signed_money(row.change)),
+                what,
+            ]);
+        }
+        t.write(md);
+        if shown < rows.len() {
+            let _ = writeln!(
+                md,
+                "\n… and {} more changes, runs last (all are in the JSON: `gpucap plan --format json --compare-to …`).\n",
+                rows.len() - shown
+            );
+        }
+        let mut t = MdTable::new(&[("Total", L), ("Before", R), ("Now", R), ("Change", R)]);
+        for (label, x) in [
+            ("Expected cost", &d.totals.expected),
+            (
+                "Irreversible (capacity blocks, commitments)",
+                &d.totals.irreversible,
+            ),
+        ] {
+            t.row(vec![
+                label.into(),
+                dollars(x.old),
+                dollars(x.new),
+                text(&diff_view::delta(x)),
+            ]);
+        }
+        t.write(md);
+        let _ = writeln!(
+            md,
+            "Run costs are for scenario {}; the totals are expected over every scenario.",
+            code(&plan.actions_scenario)
+        );
+    }
+    if d.is_empty() && d.why.is_empty() {
+        md.push_str("No input changed either (the same fingerprint).\n");
+        return;
+    }
+    let _ = writeln!(
+        md,
+        "\n{}\n",
+        if d.is_empty() {
+            "What moved without changing the plan:"
+        } else {
+            "Why the plan moved:"
+        }
+    );
+    for p in diff_view::why_phrases(d) {
+        let _ = writeln!(md, "- {}", phrase(&p, false));
+    }
 }
 
 fn gates(md: &mut String, plan: &Plan) {

@@ -2,6 +2,7 @@
 //! Pure functions from data to text or bytes; the commands decide where they go.
 
 pub mod chart;
+pub mod diff_view;
 pub mod markdown;
 pub mod plan_chart;
 pub mod plan_summary;

@@ -1,26 +1,39 @@
 //! The terminal summary of a plan (`gpucap plan`, `--format table`): what it costs and saves,
-//! what to buy and when, cost by kind and month, baselines, risk and the gates, so a person can
-//! review a plan without opening the JSON.
+//! what changed since a previous plan (`--compare-to`), what to buy and when, cost by kind and
+//! month, baselines, risk and the gates, so a person can review a plan without opening the JSON.
 
 use std::fmt::Write;
 
-use comfy_table::{Cell, CellAlignment, Table, presets::UTF8_BORDERS_ONLY};
+use comfy_table::{
+    Cell, CellAlignment, ColumnConstraint, ContentArrangement, Table, Width,
+    presets::UTF8_BORDERS_ONLY,
+};
 use owo_colors::{AnsiColors, OwoColorize};
 
+use super::diff_view::{self, Part, Phrase, Sign, signed_money};
 use super::plan_view::{
     self, KINDS, Verdict, best_baseline, gate_counts, kind_is_irreversible, kind_label, money,
     money_or_dash, percent, purchases, runs_by_pool, saving, saving_phrase, share, short_time,
 };
 use super::terminal::thousands;
 use crate::plan::Plan;
+use crate::plan::diff::{Delta, PlanDiff};
 
 /// The summary as text; `color` adds ANSI colour to the verdict, headings and gate labels.
 /// Strings from the plan are shown with control characters escaped, so a hostile campaign or
 /// pool name cannot move the cursor or recolour the terminal.
 pub fn summary(plan: &Plan, color: bool) -> String {
+    summary_with_changes(plan, None, color)
+}
+
+/// The summary with, after its headline, what changed since a previous plan.
+pub fn summary_with_changes(plan: &Plan, changes: Option<&PlanDiff>, color: bool) -> String {
     let style = Style { color };
     let mut out = String::new();
     headline(&mut out, plan, style);
+    if let Some(d) = changes {
+        changes_since(&mut out, plan, d, style);
+    }
     buy(&mut out, plan, style);
     runs(&mut out, plan, style);
     cost_by_kind(&mut out, plan, style);
@@ -152,6 +165,114 @@ fn headline(out: &mut String, plan: &Plan, style: Style) {
     for (k, v) in rows {
         let pad = width - k.chars().count();
         let _ = writeln!(out, "  {k}{}  {v}", " ".repeat(pad));
+    }
+}
+
+/// A phrase with every part's control characters escaped.
+fn phrase(p: &Phrase) -> String {
+    p.0.iter()
+        .map(|part| match part {
+            Part::Text(s) | Part::Name(s) => clean(s),
+        })
+        .collect()
+}
+
+fn phrases(list: &[Phrase]) -> String {
+    list.iter().map(phrase).collect::<Vec<_>>().join("; ")
+}
+
+/// `+ / - / ~` rows (added, changed, removed) with their cost changes, the totals old → new,
+/// and why the plan moved.
+fn changes_since(out: &mut String, plan: &Plan, d: &PlanDiff, style: Style) {
+    let name = clean(diff_view::previous_name(d));
+    style.heading(
+        out,
+        &format!(
+            "changes since {name} (made {})",
+            clean(&short_time(&d.previous.created_at))
+        ),
+    );
+    if d.is_empty() {
+        let _ = writeln!(
+            out,
+            "  No changes since {name}: the plan buys and runs the same ({} action{})",
+            thousands(d.unchanged as u64),
+            if d.unchanged == 1 { "" } else { "s" }
+        );
+    } else {
+        let _ = writeln!(out, "  {}", diff_view::headline(d));
+        let mut t = table(&[
+            "",
+            "action",
+            "pool",
+            "where",
+            "instances",
+            "when",
+            ">cost",
+            ">change",
+            "what changed",
+        ]);
+        for row in diff_view::rows(d) {
+            let a = row.action;
+            let what = match (row.sign, row.changed) {
+                (_, Some(c)) => phrases(&diff_view::change_phrases(c)),
+                (Sign::Added, None) => "new".into(),
+                _ => "removed".into(),
+            };
+            t.add_row(vec![
+                Cell::new(row.sign.symbol()),
+                Cell::new(kind_label(a.kind)),
+                text(&a.pool),
+                text(&plan_view::place(a)),
+                text(&plan_view::size(a)),
+                text(&plan_view::window(a)),
+                right(money(row.cost)),
+                right(signed_money(row.change)),
+                Cell::new(what),
+            ]);
+        }
+        // Long descriptions wrap rather than stretch the table.
+        t.set_content_arrangement(ContentArrangement::Dynamic);
+        if let Some(c) = t.column_mut(8) {
+            c.set_constraint(ColumnConstraint::UpperBoundary(Width::Fixed(60)));
+        }
+        push_table(out, &mut t);
+        let rows: [(&str, &Delta); 2] = [
+            ("expected total", &d.totals.expected),
+            ("irreversible", &d.totals.irreversible),
+        ];
+        for (label, x) in rows {
+            let _ = writeln!(
+                out,
+                "  {label:<14}  {} → {}  {}",
+                money(x.old),
+                money(x.new),
+                diff_view::delta(x)
+            );
+        }
+        let _ = writeln!(
+            out,
+            "  {} action{} unchanged; run costs are for scenario \"{}\", the totals are expected over every scenario",
+            thousands(d.unchanged as u64),
+            if d.unchanged == 1 { "" } else { "s" },
+            clean(&plan.actions_scenario)
+        );
+    }
+    if d.is_empty() && d.why.is_empty() {
+        out.push_str("  no input changed either (the same fingerprint)\n");
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "  {}",
+        if d.is_empty() {
+            "what moved without changing the plan:"
+        } else {
+            "why:"
+        }
+    );
+    for p in diff_view::why_phrases(d) {
+        let _ = writeln!(out, "    - {}", phrase(&p));
     }
 }
 

@@ -71,6 +71,17 @@ pub fn money(x: f64) -> String {
     format!("{sign}${}", thousands(rounded.abs() as u64))
 }
 
+/// A unit price with its cents: `$98.32`, `-$0.50`. Not-a-number prints as `?`.
+pub fn unit_price(x: f64) -> String {
+    if !x.is_finite() {
+        return "?".into();
+    }
+    let cents = (x * 100.0).round();
+    let sign = if cents < 0.0 { "-" } else { "" };
+    let cents = cents.abs() as u64;
+    format!("{sign}${}.{:02}", thousands(cents / 100), cents % 100)
+}
+
 /// A percentage with one decimal: `12.3 %`; empty when the fraction is not a number.
 pub fn percent(fraction: f64) -> String {
     if fraction.is_finite() {
@@ -428,6 +439,9 @@ mod tests {
         assert_eq!(money(-1500.0), "-$1,500");
         assert_eq!(money(-0.2), "$0");
         assert_eq!(money(f64::NAN), "?");
+        assert_eq!(unit_price(98.324), "$98.32");
+        assert_eq!(unit_price(-0.5), "-$0.50");
+        assert_eq!(unit_price(f64::INFINITY), "?");
     }
 
     #[test]
