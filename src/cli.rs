@@ -49,6 +49,9 @@ pub enum Command {
     Generate(commands::generate::GenerateArgs),
     /// Carry out a plan's actions due now through the cloud APIs (like `terraform apply`).
     Apply(commands::apply::ApplyArgs),
+    /// Cancel reservations no campaign needs any more and scale idle pools to zero; report
+    /// what cannot be released (capacity blocks, commitments) with the money still tied up.
+    Release(commands::release::ReleaseArgs),
     /// What gpucap manages: `state list`, `state show ID`.
     State(commands::state::StateArgs),
     /// Remove the state lock a killed run left behind (its id is in the waiting run's error).
@@ -71,6 +74,7 @@ pub fn main() -> ExitCode {
         }
         Command::Generate(args) => commands::generate::run(&cli.global, args),
         Command::Apply(args) => commands::apply::run(&cli.global, args),
+        Command::Release(args) => commands::release::run(&cli.global, args),
         Command::State(args) => commands::state::run(&cli.global, args),
         Command::ForceUnlock(args) => commands::state::force_unlock(&cli.global, args),
     };

@@ -59,6 +59,32 @@ pub struct Config {
     /// How `gpucap apply` acts on the clouds.
     #[serde(default)]
     pub apply: ApplySettings,
+    /// What `gpucap release` frees.
+    #[serde(default)]
+    pub release: ReleaseSettings,
+}
+
+/// `[release]`: when `gpucap release` takes a reservation for idle.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReleaseSettings {
+    /// How long the cloud must have reported a reservation unused (no instance running in
+    /// it) before it is cancelled, when no campaign needs it. Default `1h`. Two runs this far
+    /// apart must both see it unused.
+    #[serde(default = "default_idle_after")]
+    pub idle_after: Span,
+}
+
+impl Default for ReleaseSettings {
+    fn default() -> Self {
+        ReleaseSettings {
+            idle_after: default_idle_after(),
+        }
+    }
+}
+
+fn default_idle_after() -> Span {
+    Span::hours(1)
 }
 
 /// `[apply]`: what `gpucap apply` needs besides the plan.

@@ -16,6 +16,7 @@ pub mod plan;
 pub mod planner;
 pub mod policy;
 pub mod problem;
+pub mod release;
 pub mod render;
 pub mod solver;
 pub mod state;

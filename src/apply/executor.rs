@@ -378,6 +378,30 @@ impl<'a> Executor<'a> {
         self.dirty = true;
     }
 
+    /// What the cloud says of a resource now (read-only, retried like every lookup); `None`
+    /// when this build has no provider for its cloud.
+    pub async fn describe(&self, r: &ManagedResource) -> Option<ActResult<Option<CloudResource>>> {
+        let cloud = self.cloud_of(r.cloud.as_str())?;
+        Some(
+            self.safe("describe", || cloud.describe(&r.region, r.kind, &r.id))
+                .await,
+        )
+    }
+
+    /// Changes a resource in the state (written by [`Executor::save`]) when `f` changes it.
+    pub fn amend(&mut self, cloud: Cloud, id: &str, f: impl FnOnce(&mut ManagedResource)) {
+        if let Some(r) = self
+            .state
+            .resources
+            .iter_mut()
+            .find(|r| r.cloud == cloud && r.id == id)
+        {
+            let before = r.clone();
+            f(r);
+            self.dirty |= *r != before;
+        }
+    }
+
     pub(super) fn set_status(&mut self, cloud: Cloud, id: &str, status: ResourceStatus) {
         if let Some(r) = self
             .state
@@ -392,7 +416,7 @@ impl<'a> Executor<'a> {
     }
 
     /// Writes the state if it changed.
-    pub(super) async fn save(&mut self) -> Result<(), StateError> {
+    pub async fn save(&mut self) -> Result<(), StateError> {
         if !self.dirty || self.settings.dry_run {
             return Ok(());
         }
@@ -539,6 +563,11 @@ impl<'a> Executor<'a> {
                 id: pool.name.clone(),
                 kind: "pool",
                 outcome: self.pool(pool).await?,
+            },
+            Work::ScaleToZero { action, resource } => Report {
+                id: action.clone(),
+                kind: "pool",
+                outcome: self.scale_to_zero(resource).await?,
             },
             Work::Manual { action, reason } => Report {
                 id: action.clone(),
@@ -1148,11 +1177,55 @@ impl<'a> Executor<'a> {
                 }
             }
         }
-        let id = self.idempotency(&pool.name, None);
+        self.scale(cloud, &pool.cloud, &pool.region, &pool.name, size, &words)
+            .await
+    }
+
+    /// Scales a pool gpucap made to zero (`gpucap release`: no campaign needs it now).
+    async fn scale_to_zero(&mut self, resource: &ManagedResource) -> Result<Outcome, ApplyError> {
+        let Some(cloud) = self.cloud_of(resource.cloud.as_str()) else {
+            return Ok(no_provider(resource.cloud.as_str()));
+        };
+        let size = PoolSize {
+            on_demand: 0,
+            spot: 0,
+        };
+        if self.settings.dry_run {
+            self.counters.calls.fetch_add(1, Ordering::Relaxed);
+            return Ok(dry_run_outcome(
+                cloud
+                    .scale_pool(&resource.region, &resource.id, size, true)
+                    .await,
+                format!("would scale {} to zero", resource.id),
+                0.0,
+            ));
+        }
+        self.scale(
+            cloud,
+            resource.cloud.as_str(),
+            &resource.region,
+            &resource.id,
+            size,
+            "zero",
+        )
+        .await
+    }
+
+    /// Sets a pool's size (absolute, so repeating it is harmless), journalled.
+    async fn scale(
+        &mut self,
+        cloud: &'a dyn Capacity,
+        cloud_name: &str,
+        region: &str,
+        name: &str,
+        size: PoolSize,
+        words: &str,
+    ) -> Result<Outcome, ApplyError> {
+        let id = self.idempotency(name, None);
         let request = Request {
-            cloud: pool.cloud.clone(),
-            region: pool.region.clone(),
-            params: json!({ "name": pool.name, "on_demand": size.on_demand, "spot": size.spot }),
+            cloud: cloud_name.to_string(),
+            region: region.to_string(),
+            params: json!({ "name": name, "on_demand": size.on_demand, "spot": size.spot }),
             creates: None,
             releases: None,
         };
@@ -1160,26 +1233,24 @@ impl<'a> Executor<'a> {
             .begin(&id, "autoscaling:UpdateAutoScalingGroup", &request)
             .await?;
         let (result, last) = self
-            .repeatable(&intent, || {
-                cloud.scale_pool(&pool.region, &pool.name, size, false)
-            })
+            .repeatable(&intent, || cloud.scale_pool(region, name, size, false))
             .await?;
         match result {
             Ok(done) => {
-                self.journal(last.done(&pool.name, done.request_id.as_deref()), None)
+                self.journal(last.done(name, done.request_id.as_deref()), None)
                     .await?;
                 if let Some(r) = self
                     .state
                     .resources
                     .iter_mut()
-                    .find(|r| r.kind == ResourceKind::Pool && r.id == pool.name)
+                    .find(|r| r.kind == ResourceKind::Pool && r.id == name)
                     && r.instances != size.on_demand + size.spot
                 {
                     r.instances = size.on_demand + size.spot;
                     self.dirty = true;
                 }
                 Ok(Outcome::Done {
-                    detail: format!("sized {} to {words}", pool.name),
+                    detail: format!("sized {name} to {words}"),
                     cost: 0.0,
                 })
             }

@@ -125,6 +125,7 @@ impl FakeCloud {
             end,
             state: "scheduled".into(),
             tags: id.tags(),
+            in_use: None,
         };
         inner.resources.push(resource.clone());
         if lose {

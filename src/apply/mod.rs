@@ -23,7 +23,7 @@ pub mod reconcile;
 pub mod work;
 
 #[cfg(test)]
-mod fake;
+pub(crate) mod fake;
 #[cfg(test)]
 mod tests;
 

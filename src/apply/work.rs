@@ -43,6 +43,11 @@ pub enum Work {
     },
     /// Make a pool exist and set its size.
     Pool(PoolWork),
+    /// Scale a pool gpucap made to zero (`gpucap release`).
+    ScaleToZero {
+        action: String,
+        resource: ManagedResource,
+    },
     /// Due, but apply cannot carry it out; a person must.
     Manual { action: String, reason: String },
 }
@@ -54,6 +59,7 @@ impl Work {
             Work::Block(p) | Work::Reserve(p) => &p.id,
             Work::Release { action, .. } | Work::Manual { action, .. } => action,
             Work::Pool(p) => &p.name,
+            Work::ScaleToZero { resource, .. } => &resource.id,
         }
     }
 }

@@ -70,6 +70,18 @@ pub struct ApplyArgs {
 const HALT_ENV: &str = "GPUCAP_HALT_AFTER_JOURNAL";
 const RETRY_BASE_ENV: &str = "GPUCAP_RETRY_BASE_MS";
 
+/// Applies the test hooks from the environment to `settings`.
+pub(crate) fn test_hooks(settings: &mut Settings) {
+    settings.halt_after_journal = std::env::var(HALT_ENV).ok().and_then(|v| v.parse().ok());
+    if let Some(ms) = std::env::var(RETRY_BASE_ENV)
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+    {
+        settings.retry_min_delay = Duration::from_millis(ms);
+        settings.retry_max_delay = Duration::from_millis(ms * 20);
+    }
+}
+
 pub fn run(global: &GlobalArgs, args: ApplyArgs) -> anyhow::Result<Outcome> {
     let now = args.now.unwrap_or_else(Utc::now);
     if !(0.0..=100.0).contains(&args.price_tolerance) {
@@ -182,14 +194,7 @@ pub fn run(global: &GlobalArgs, args: ApplyArgs) -> anyhow::Result<Outcome> {
     settings.reconcile_wait = args.reconcile_wait;
     settings.reconcile_poll =
         (args.reconcile_wait / 20).clamp(Duration::from_millis(50), Duration::from_secs(5));
-    settings.halt_after_journal = std::env::var(HALT_ENV).ok().and_then(|v| v.parse().ok());
-    if let Some(ms) = std::env::var(RETRY_BASE_ENV)
-        .ok()
-        .and_then(|v| v.parse::<u64>().ok())
-    {
-        settings.retry_min_delay = Duration::from_millis(ms);
-        settings.retry_max_delay = Duration::from_millis(ms * 20);
-    }
+    test_hooks(&mut settings);
 
     let backend = crate::state::backend::open(&config.state, &root);
     let quiet = global.quiet;
@@ -330,28 +335,39 @@ fn confirm(selected: &due::Selected<'_>, irreversible: f64) -> anyhow::Result<bo
 
 /// The act providers the plan's clouds need, as this build has them.
 async fn connect(plan: &Plan) -> anyhow::Result<Clouds> {
+    connect_to(
+        plan.actions
+            .iter()
+            .map(|a| (a.cloud.as_str(), a.region.as_str())),
+    )
+    .await
+}
+
+/// The act providers for the clouds of `places` (cloud, region), as this build has them. AWS
+/// takes its default region from `AWS_REGION`, else the first AWS place; each call names its
+/// own region.
+pub(crate) async fn connect_to<'a>(
+    places: impl Iterator<Item = (&'a str, &'a str)>,
+) -> anyhow::Result<Clouds> {
     #[allow(unused_mut)]
     let mut clouds = Clouds::default();
-    let needs_aws = plan.actions.iter().any(|a| a.cloud == "aws");
+    let first_aws = places
+        .filter(|(cloud, _)| *cloud == "aws")
+        .map(|(_, region)| region.to_string())
+        .next();
     #[cfg(feature = "aws")]
-    if needs_aws {
+    if let Some(first) = first_aws {
         let region = std::env::var("AWS_REGION")
             .ok()
             .filter(|r| !r.is_empty())
-            .or_else(|| {
-                plan.actions
-                    .iter()
-                    .find(|a| a.cloud == "aws")
-                    .map(|a| a.region.clone())
-            })
-            .unwrap_or_else(|| "us-east-1".into());
+            .unwrap_or(first);
         let aws = gpucap_aws::act::AwsCapacity::from_env(region)
             .await
             .map_err(|e| anyhow::anyhow!("{e}"))?;
         clouds = clouds.with(gpucap_provider::Cloud::Aws, Arc::new(aws));
     }
     #[cfg(not(feature = "aws"))]
-    if needs_aws {
+    if first_aws.is_some() {
         tracing::warn!(
             "this gpucap was built without the `aws` feature: AWS actions are left for a person"
         );

@@ -12,5 +12,6 @@ pub mod policy;
 pub mod prices;
 pub mod project;
 pub mod quotes;
+pub mod release;
 pub mod solve;
 pub mod state;

@@ -171,6 +171,11 @@ pub struct CloudResource {
     /// The cloud's own state word (`payment-pending`, `scheduled`, `active`, `cancelled`, …).
     pub state: String,
     pub tags: BTreeMap<String, String>,
+    /// How many of its instances run now, as the cloud reports it (a reservation's total
+    /// minus its available count; zero before it starts). `None`: the cloud does not say, and
+    /// `gpucap release` then never takes it for idle.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_use: Option<u32>,
 }
 
 impl CloudResource {

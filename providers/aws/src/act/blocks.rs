@@ -128,6 +128,7 @@ impl AwsCapacity {
                     end: Some(offering.end),
                     state: "payment-pending".into(),
                     tags: id.tags(),
+                    in_use: None,
                 }
             }
         };

@@ -120,6 +120,22 @@ pub(crate) fn reservation(region: &str, cr: &CapacityReservation) -> CloudResour
             .map(|s| s.as_str().to_string())
             .unwrap_or_else(|| "unknown".into()),
         tags: ec2_tags(cr.tags()),
+        in_use: in_use(cr),
+    }
+}
+
+/// How many instances run in a reservation: its total minus what is available while it is
+/// active, none while it is scheduled or pending (nothing can run in it yet), unknown otherwise.
+fn in_use(cr: &CapacityReservation) -> Option<u32> {
+    use aws_sdk_ec2::types::CapacityReservationState as S;
+    match cr.state()? {
+        S::Active => {
+            let total = cr.total_instance_count()?;
+            let available = cr.available_instance_count()?;
+            u32::try_from(total.checked_sub(available)?).ok()
+        }
+        S::Scheduled | S::Pending | S::PaymentPending => Some(0),
+        _ => None,
     }
 }
 
@@ -146,6 +162,7 @@ pub(crate) fn launch_template(
         end: None,
         state: "available".into(),
         tags: ec2_tags(lt.tags()),
+        in_use: None,
     }
 }
 
@@ -179,5 +196,6 @@ pub(crate) fn pool(
         end: None,
         state: group.status().unwrap_or("active").to_string(),
         tags: asg_tag_map(group.tags()),
+        in_use: u32::try_from(group.instances().len()).ok(),
     }
 }

@@ -164,6 +164,7 @@ impl AwsCapacity {
                 end: None,
                 state: "created".into(),
                 tags: id.tags(),
+                in_use: None,
             },
         };
         Ok(Done {
