@@ -40,6 +40,10 @@ Control API (JSON, not part of EC2):
   POST /_peer/faults   {"seed": 7, "rules": [RULE, ...]} replaces every fault rule and
                        reseeds the random source (so probabilistic runs repeat)
   POST /_peer/reset    forgets every resource, the record and the faults
+  POST /_peer/clock    {"now": RFC3339} moves the peer's clock there (it keeps running);
+                       {"now": null} goes back to the real time
+  POST /_peer/usage    {"cr-…": N, ...} N instances run in that reservation from now on
+                       (while active its availableInstanceCount is its total minus N)
 
 A RULE is {"fault": KIND, ...}. Transport faults match on "action" (a name, a list of
 names, or "*"/absent for any), optional "calls" (1-based indices of that action's calls,
@@ -102,8 +106,13 @@ STATE_FAULTS = {"ice", "expire_offering", "describe_delay"}
 INTENT_TAG = "gpucap:intent"
 
 
+# The peer's clock: the real one, moved by POST /_peer/clock (so that a test planning at a
+# future `--now` sees reservations start, run and end at the times it plans for).
+CLOCK = {"offset": timedelta(0)}
+
+
 def now():
-    return datetime.now(timezone.utc)
+    return datetime.now(timezone.utc) + CLOCK["offset"]
 
 
 def iso(t):
@@ -666,7 +675,8 @@ class Peer:
 
     def reservation_xml(self, r, state=None):
         state = state or self.state_of(r)
-        available = r["count"] if state == "active" else 0
+        in_use = min(max(int(r.get("in_use", 0)), 0), r["count"])
+        available = r["count"] - in_use if state == "active" else 0
         parts = [
             el("capacityReservationId", r["id"]),
             el("ownerId", self.account_id),
@@ -828,6 +838,13 @@ class Handler(BaseHTTPRequestHandler):
             elif self.path.startswith("/_peer/reset"):
                 with self.peer.lock:
                     self.peer.reset_locked()
+            elif self.path.startswith("/_peer/clock"):
+                at = parse_time(doc.get("now"))
+                CLOCK["offset"] = (at - datetime.now(timezone.utc)) if at else timedelta(0)
+            elif self.path.startswith("/_peer/usage"):
+                with self.peer.lock:
+                    for rid, n in doc.items():
+                        self.peer.reservations[rid]["in_use"] = int(n)
             else:
                 return self.json(404, {"error": "no such control endpoint %s" % self.path})
         except (ValueError, KeyError, TypeError) as e:

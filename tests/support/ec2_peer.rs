@@ -174,7 +174,7 @@ impl Ec2Peer {
 
     /// Everything the peer saw and sold.
     pub fn record(&self) -> Value {
-        let (status, body) = self.http("GET", "/_peer/record", "");
+        let (status, body) = self.http("GET", "/_peer/record", "application/json", "");
         assert_eq!(status, 200, "GET /_peer/record: {body}");
         serde_json::from_str(&body).expect("the peer's record is JSON")
     }
@@ -184,17 +184,43 @@ impl Ec2Peer {
         self.record()["actions"][action].as_u64().unwrap_or(0)
     }
 
+    /// Moves the peer's clock to `now` (RFC 3339), or back to the real time.
+    pub fn set_clock(&self, now: Option<&str>) {
+        self.post("/_peer/clock", &serde_json::json!({ "now": now }));
+    }
+
+    /// Sets how many instances run in each reservation: `{"cr-…": N}`.
+    pub fn set_usage(&self, usage: &Value) {
+        self.post("/_peer/usage", usage);
+    }
+
+    /// One EC2 Query call (form-encoded, `Action=…`), as a client other than gpucap makes it;
+    /// returns the status and the XML.
+    pub fn ec2(&self, params: &[(&str, &str)]) -> (u16, String) {
+        let form: Vec<String> = params
+            .iter()
+            .chain(&[("Version", "2016-11-15")])
+            .map(|(k, v)| format!("{k}={}", form_escape(v)))
+            .collect();
+        self.http(
+            "POST",
+            "/",
+            "application/x-www-form-urlencoded",
+            &form.join("&"),
+        )
+    }
+
     fn post(&self, path: &str, doc: &Value) {
-        let (status, body) = self.http("POST", path, &doc.to_string());
+        let (status, body) = self.http("POST", path, "application/json", &doc.to_string());
         assert_eq!(status, 200, "POST {path}: {body}");
     }
 
-    fn http(&self, method: &str, path: &str, body: &str) -> (u16, String) {
+    fn http(&self, method: &str, path: &str, content_type: &str, body: &str) -> (u16, String) {
         let mut s = TcpStream::connect(("127.0.0.1", self.port)).expect("connect to the peer");
         s.set_read_timeout(Some(Duration::from_secs(30))).ok();
         write!(
             s,
-            "{method} {path} HTTP/1.0\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            "{method} {path} HTTP/1.0\r\nHost: 127.0.0.1\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\r\n{body}",
             body.len()
         )
         .expect("write to the peer");
@@ -208,6 +234,18 @@ impl Ec2Peer {
             .unwrap_or(0);
         (status, body.to_string())
     }
+}
+
+/// `application/x-www-form-urlencoded` escaping of one value.
+fn form_escape(v: &str) -> String {
+    v.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
 }
 
 fn free_port() -> u16 {
