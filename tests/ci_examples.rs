@@ -1082,7 +1082,8 @@ fn each_pipeline_runs_the_whole_loop() {
         &["plan", "--out", "--format", "--compare-to"],
         &["plan", "--out", "--format"],
         &["apply", "--auto-approve"],
-        &["release"],
+        // Without a terminal, release (like apply) needs --auto-approve.
+        &["release", "--auto-approve"],
         &["release", "--dry-run"],
     ];
     for system in ["GitHub workflows", "GitLab pipeline"] {
