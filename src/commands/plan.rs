@@ -278,9 +278,14 @@ pub fn run(global: &GlobalArgs, args: PlanArgs) -> anyhow::Result<Outcome> {
     let progress = Progress::new(global.quiet);
     let plan = make_with(global, &args, now, &progress)?;
     progress.done();
-    let changes = previous.map(|(path, previous)| {
-        crate::plan::diff::diff(&previous, &plan).against_file(path.display().to_string())
-    });
+    let changes = match previous {
+        Some((path, previous)) => Some(
+            crate::plan::diff::diff(&previous, &plan)
+                .against_file(path.display().to_string())
+                .bought_since(&bought_actions(&global.config)?),
+        ),
+        None => None,
+    };
     if let Some(path) = &args.out {
         let text = serde_json::to_string_pretty(&plan)? + "\n";
         write_atomically(path, text.as_bytes())?;
@@ -368,6 +373,23 @@ fn previous_plan(path: &Path) -> anyhow::Result<(PathBuf, Plan)> {
         .into()),
         Err(e) => Err(e.into_anyhow()),
     }
+}
+
+/// The plan actions whose purchases gpucap's state holds (what a diff calls "bought since").
+fn bought_actions(config: &std::path::Path) -> anyhow::Result<std::collections::BTreeSet<String>> {
+    let (config_doc, _) = crate::config::load(config)?;
+    let root = config
+        .parent()
+        .map(std::path::Path::to_path_buf)
+        .unwrap_or_default();
+    let backend = crate::state::backend::open(&config_doc.state, &root);
+    let state = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?
+        .block_on(backend.read_state())?;
+    Ok(state
+        .map(|s| s.resources.into_iter().map(|r| r.action).collect())
+        .unwrap_or_default())
 }
 
 /// The capacity the config lists (and, later, Terraform state).

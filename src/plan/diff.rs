@@ -60,8 +60,12 @@ pub struct PlanDiff {
     pub previous: PlanStamp,
     /// Actions only in the current plan, in its order.
     pub added: Vec<Action>,
-    /// Actions only in the previous plan, in its order.
+    /// Actions only in the previous plan, in its order (not those bought since).
     pub removed: Vec<Action>,
+    /// Actions of the previous plan that gpucap's state shows were carried out since: not
+    /// planned again because the plan now counts what they bought as owned capacity.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub bought: Vec<Action>,
     /// Actions in both (by id, or paired as the same purchase resized or moved) that differ, in
     /// the current plan's order.
     pub changed: Vec<ActionChange>,
@@ -280,6 +284,22 @@ impl PlanDiff {
             && !self.totals.irreversible.moved()
     }
 
+    /// The same diff, with the removed actions whose purchases the state holds (`actions`: the
+    /// state's action ids, a split block's parts as `<action>#n`) moved to [`PlanDiff::bought`].
+    pub fn bought_since(mut self, actions: &BTreeSet<String>) -> Self {
+        let held = |id: &str| {
+            actions
+                .iter()
+                .any(|a| a == id || a.split_once('#').is_some_and(|(base, _)| base == id))
+        };
+        let (bought, removed) = std::mem::take(&mut self.removed)
+            .into_iter()
+            .partition(|a| held(&a.id));
+        self.bought = bought;
+        self.removed = removed;
+        self
+    }
+
     /// The same diff, naming the previous plan's file.
     pub fn against_file(mut self, file: impl Into<String>) -> Self {
         self.previous.file = Some(file.into());
@@ -338,6 +358,7 @@ pub fn diff(previous: &Plan, current: &Plan) -> PlanDiff {
             .filter(|i| !paired_old.contains(i))
             .map(|&i| previous.actions[i].clone())
             .collect(),
+        bought: Vec::new(),
         changed: changed.into_iter().map(|(_, c)| c).collect(),
         unchanged,
         totals: Totals {
@@ -699,6 +720,37 @@ mod tests {
 
     fn ids(actions: &[Action]) -> Vec<&str> {
         actions.iter().map(|a| a.id.as_str()).collect()
+    }
+
+    #[test]
+    fn actions_bought_since_are_told_apart_from_removed_ones() {
+        let bought = block(
+            "b1",
+            4,
+            "2027-01-05T11:30:00Z",
+            "2027-01-12T11:30:00Z",
+            1000.0,
+        );
+        let split = block(
+            "b2",
+            80,
+            "2027-01-05T11:30:00Z",
+            "2027-01-12T11:30:00Z",
+            9000.0,
+        );
+        let dropped = block(
+            "b3",
+            2,
+            "2027-01-20T11:30:00Z",
+            "2027-01-27T11:30:00Z",
+            500.0,
+        );
+        let previous = plan_with(vec![bought, split, dropped]);
+        let current = plan_with(Vec::new());
+        let held: BTreeSet<String> = ["b1".to_string(), "b2#1".into(), "b2#2".into()].into();
+        let d = diff(&previous, &current).bought_since(&held);
+        assert_eq!(ids(&d.bought), ["b1", "b2"]);
+        assert_eq!(ids(&d.removed), ["b3"]);
     }
 
     #[test]

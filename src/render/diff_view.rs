@@ -105,7 +105,7 @@ pub fn delta(d: &Delta) -> String {
 
 /// `+2 actions, −1, ~1 changed · expected cost +$12,345 (+3.1 %) · irreversible +$10,000`.
 pub fn headline(d: &PlanDiff) -> String {
-    format!(
+    let mut out = format!(
         "+{} action{}, −{}, ~{} changed · expected cost {} · irreversible {}",
         d.added.len(),
         if d.added.len() == 1 { "" } else { "s" },
@@ -113,7 +113,11 @@ pub fn headline(d: &PlanDiff) -> String {
         d.changed.len(),
         delta(&d.totals.expected),
         signed_money(d.totals.irreversible.delta),
-    )
+    );
+    if !d.bought.is_empty() {
+        out.push_str(&format!(" · {} bought since, now owned", d.bought.len()));
+    }
+    out
 }
 
 /// How an action differs from the previous plan.
@@ -389,6 +393,19 @@ fn names<S: AsRef<str>>(mut p: Phrase, list: &[S], max: usize) -> Phrase {
 pub fn why_phrases(d: &PlanDiff) -> Vec<Phrase> {
     let w = &d.why;
     let mut out: Vec<Phrase> = w.inputs.iter().map(input).collect();
+    if !d.bought.is_empty() {
+        let cost: f64 = d.bought.iter().map(|a| a.cost).sum();
+        out.push(names(
+            Phrase::new().text(format!(
+                "{} action{} of the previous plan bought since ({}), now counted as owned capacity and not planned again: ",
+                d.bought.len(),
+                if d.bought.len() == 1 { "" } else { "s" },
+                money(cost)
+            )),
+            &d.bought.iter().map(|a| a.id.as_str()).collect::<Vec<_>>(),
+            MAX_REPRICED,
+        ));
+    }
     if let Some(p) = &w.prices {
         if let Some(s) = &p.sources {
             out.push(Phrase::new().text(format!(
