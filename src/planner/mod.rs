@@ -295,11 +295,13 @@ fn existing_offer(
         .filter(fits)
         .find(|p| e.pool.as_deref() == Some(p.id.as_str()))
         .or_else(|| demand.pools.iter().find(fits))?;
+    // Only the hours it covers whole: a block from 11:30 to 11:30 serves neither the hour it
+    // starts in nor the one it ends in, so counting them would leave half an hour unplanned.
     let horizon = demand.horizon;
-    let from = e.start.map_or(0, |t| horizon.hour_floor(t)).max(0);
+    let from = e.start.map_or(0, |t| horizon.hour_ceil(t)).max(0);
     let to = e
         .end
-        .map_or(i64::from(horizon.hours), |t| horizon.hour_ceil(t))
+        .map_or(i64::from(horizon.hours), |t| horizon.hour_floor(t))
         .min(i64::from(horizon.hours));
     if from >= to || e.instances == 0 {
         return None;

@@ -174,7 +174,7 @@ impl Ec2Peer {
 
     /// Everything the peer saw and sold.
     pub fn record(&self) -> Value {
-        let (status, body) = self.http("GET", "/_peer/record", "application/json", "");
+        let (status, body) = self.http("GET", "/_peer/record", JSON, "");
         assert_eq!(status, 200, "GET /_peer/record: {body}");
         serde_json::from_str(&body).expect("the peer's record is JSON")
     }
@@ -197,30 +197,57 @@ impl Ec2Peer {
     /// One EC2 Query call (form-encoded, `Action=…`), as a client other than gpucap makes it;
     /// returns the status and the XML.
     pub fn ec2(&self, params: &[(&str, &str)]) -> (u16, String) {
+        self.query("ec2", "2016-11-15", params)
+    }
+
+    /// One Auto Scaling Query call (answered by moto behind the peer).
+    pub fn autoscaling(&self, params: &[(&str, &str)]) -> (u16, String) {
+        self.query("autoscaling", "2011-01-01", params)
+    }
+
+    /// A Query-protocol call to `service`. The Authorization header is unsigned: it only names
+    /// the service, which is how moto's server routes a request.
+    fn query(&self, service: &str, version: &str, params: &[(&str, &str)]) -> (u16, String) {
         let form: Vec<String> = params
             .iter()
-            .chain(&[("Version", "2016-11-15")])
+            .chain(&[("Version", version)])
             .map(|(k, v)| format!("{k}={}", form_escape(v)))
             .collect();
+        let auth = format!(
+            "AWS4-HMAC-SHA256 Credential=test/20260101/us-east-1/{service}/aws4_request, SignedHeaders=host, Signature=0"
+        );
         self.http(
             "POST",
             "/",
-            "application/x-www-form-urlencoded",
+            &[
+                ("Content-Type", "application/x-www-form-urlencoded"),
+                ("Authorization", &auth),
+            ],
             &form.join("&"),
         )
     }
 
     fn post(&self, path: &str, doc: &Value) {
-        let (status, body) = self.http("POST", path, "application/json", &doc.to_string());
+        let (status, body) = self.http("POST", path, JSON, &doc.to_string());
         assert_eq!(status, 200, "POST {path}: {body}");
     }
 
-    fn http(&self, method: &str, path: &str, content_type: &str, body: &str) -> (u16, String) {
+    fn http(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &str,
+    ) -> (u16, String) {
         let mut s = TcpStream::connect(("127.0.0.1", self.port)).expect("connect to the peer");
         s.set_read_timeout(Some(Duration::from_secs(30))).ok();
         write!(
             s,
-            "{method} {path} HTTP/1.0\r\nHost: 127.0.0.1\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\r\n{body}",
+            "{method} {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n{}Content-Length: {}\r\n\r\n{body}",
+            headers
+                .iter()
+                .map(|(k, v)| format!("{k}: {v}\r\n"))
+                .collect::<String>(),
             body.len()
         )
         .expect("write to the peer");
@@ -235,6 +262,8 @@ impl Ec2Peer {
         (status, body.to_string())
     }
 }
+
+const JSON: &[(&str, &str)] = &[("Content-Type", "application/json")];
 
 /// `application/x-www-form-urlencoded` escaping of one value.
 fn form_escape(v: &str) -> String {
