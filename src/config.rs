@@ -537,6 +537,7 @@ impl Config {
                 ),
             ));
         }
+        self.validate_budget(path)?;
         if self.planning.horizon.as_hours() <= 0 || self.planning.horizon.as_hours() > 105_120 {
             return Err(InputError::new(
                 at("planning.horizon".into()),
@@ -693,6 +694,46 @@ impl Config {
         Ok(())
     }
 
+    /// Every `[budget]` amount is a finite number of dollars in `[0, MAX_USD]`. A gate compares
+    /// the plan with these; a NaN or infinite limit would let every plan through (NaN compares
+    /// false, and JSON has no NaN: it would reach the policies as "no limit"). So this runs before
+    /// any gate, and the gates never see such a value.
+    fn validate_budget(&self, path: &Path) -> Result<(), InputError> {
+        use crate::limits::{MAX_USD, finite_in};
+        let b = &self.budget;
+        let amounts = [
+            ("budget.total".to_string(), b.total),
+            ("budget.monthly".to_string(), b.monthly),
+            ("budget.approval_above".to_string(), b.approval_above),
+        ]
+        .into_iter()
+        .chain(
+            b.teams
+                .iter()
+                .map(|(team, v)| (format!("budget.teams.{team}"), Some(*v))),
+        );
+        for (field, value) in amounts {
+            if let Some(v) = value
+                && !finite_in(v, 0.0, MAX_USD)
+            {
+                return Err(InputError::new(
+                    Location::file(path).field(field),
+                    format!("must be a number of US dollars between 0 and {MAX_USD:e}, found {v}"),
+                )
+                .with_hint("leave the key out for no limit"));
+            }
+        }
+        if let Some(age) = b.max_quote_age
+            && age.as_hours() < 0
+        {
+            return Err(InputError::new(
+                Location::file(path).field("budget.max_quote_age"),
+                "cannot be negative",
+            ));
+        }
+        Ok(())
+    }
+
     /// The planning horizon, with `now` as the default start.
     pub fn horizon(&self, now: DateTime<Utc>) -> Horizon {
         let start = self.planning.start.map(|t| t.0).unwrap_or_else(|| {
@@ -830,6 +871,26 @@ mod tests {
         assert_eq!(err.hint.as_deref(), Some("did you mean `dir`?"));
         let err = parse("[state]\ndir = \"\"\n").unwrap_err();
         assert_eq!(err.location.field.as_deref(), Some("state.dir"), "{err}");
+    }
+
+    #[test]
+    fn budgets_that_are_not_finite_amounts_are_rejected_by_name() {
+        for (text, field) in [
+            ("[budget]\ntotal = nan\n", "budget.total"),
+            ("[budget]\ntotal = -nan\n", "budget.total"),
+            ("[budget]\nmonthly = -inf\n", "budget.monthly"),
+            ("[budget]\nmonthly = inf\n", "budget.monthly"),
+            ("[budget]\ntotal = -1\n", "budget.total"),
+            ("[budget]\napproval_above = nan\n", "budget.approval_above"),
+            ("[budget]\ntotal = 1e300\n", "budget.total"),
+            ("[budget.teams]\nresearch = nan\n", "budget.teams.research"),
+        ] {
+            let err = parse(text).unwrap_err();
+            assert_eq!(err.location.field.as_deref(), Some(field), "{text}: {err}");
+            assert!(err.message.contains("US dollars"), "{err}");
+        }
+        let ok = parse("[budget]\ntotal = 0\nmonthly = 1e6\n").unwrap();
+        assert_eq!(ok.budget.total, Some(0.0));
     }
 
     #[test]

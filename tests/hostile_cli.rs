@@ -1,0 +1,95 @@
+//! Hostile and absurd input through the CLI (issue 15): every case exits with a clear error
+//! naming the file and field (status 2 for bad input), never a panic, a hang or a gate that
+//! passes a plan on a number that is not one.
+
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+
+const NOW: &str = "2026-12-15T00:00:00Z";
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn gpucap() -> Command {
+    let mut cmd = Command::cargo_bin("gpucap").expect("the gpucap binary");
+    cmd.env_remove("RUST_LOG").env("NO_COLOR", "1").env(
+        "GPUCAP_CACHE_DIR",
+        std::env::temp_dir().join("gpucap-test-no-cache"),
+    );
+    cmd
+}
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn run(config: &Path, args: &[&str]) -> Run {
+    let out = gpucap()
+        .arg("--config")
+        .arg(config)
+        .args(args)
+        .output()
+        .expect("run gpucap");
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for entry in std::fs::read_dir(from).expect("readable") {
+        let entry = entry.expect("entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("type").is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copied");
+        }
+    }
+}
+
+/// A copy of the quickstart with `edit` applied to its config; returns the dir and the config.
+fn quickstart(edit: impl Fn(String) -> String) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    copy_dir(&root().join("examples/quickstart"), dir.path());
+    let config = dir.path().join("gpucap.toml");
+    let text = std::fs::read_to_string(&config).expect("config");
+    std::fs::write(&config, edit(text)).expect("written");
+    (dir, config)
+}
+
+fn no_panic(r: &Run) {
+    assert!(
+        !r.stderr.contains("panicked") && !r.stderr.contains("RUST_BACKTRACE"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn a_budget_that_is_not_a_number_is_bad_input_before_any_gate() {
+    for (from, to, field) in [
+        ("total = 9_000_000", "total = nan", "budget.total"),
+        ("monthly = 4_000_000", "monthly = -inf", "budget.monthly"),
+        ("monthly = 4_000_000", "monthly = -5", "budget.monthly"),
+        (
+            "research = 6_000_000",
+            "research = nan",
+            "budget.teams.research",
+        ),
+    ] {
+        let (_dir, config) = quickstart(|t| t.replace(from, to));
+        let r = run(&config, &["plan", "--now", NOW, "--format", "json"]);
+        no_panic(&r);
+        assert_eq!(r.code, 2, "{to}: {}", r.stderr);
+        assert!(r.stderr.contains(field), "{to}: {}", r.stderr);
+        assert!(r.stderr.contains("gpucap.toml"), "{}", r.stderr);
+        assert!(r.stdout.is_empty(), "no plan on stdout: {}", r.stdout);
+    }
+}
