@@ -93,3 +93,100 @@ fn a_budget_that_is_not_a_number_is_bad_input_before_any_gate() {
         assert!(r.stdout.is_empty(), "no plan on stdout: {}", r.stdout);
     }
 }
+
+/// A copy of the quickstart with `edit` applied to one of its files.
+fn quickstart_file(file: &str, edit: impl Fn(String) -> String) -> (tempfile::TempDir, PathBuf) {
+    let (dir, config) = quickstart(|t| t);
+    let path = dir.path().join(file);
+    let text = std::fs::read_to_string(&path).expect("file");
+    std::fs::write(&path, edit(text)).expect("written");
+    (dir, config)
+}
+
+#[test]
+fn absurd_durations_and_dates_are_errors_not_panics() {
+    let cases: Vec<(tempfile::TempDir, PathBuf, &str)> = vec![
+        {
+            let (d, c) = quickstart(|t| t.replace("slip = \"14d\"", "slip = \"1000000y\""));
+            (d, c, "scenarios[1].slip")
+        },
+        {
+            let (d, c) = quickstart_file("calendars/llm-team-q1.yaml", |t| {
+                t.replace("duration: 3w", "duration: 3000000000000000h")
+            });
+            (d, c, "campaigns[1].duration")
+        },
+        {
+            let (d, c) = quickstart_file("calendars/llm-team-q1.yaml", |t| {
+                t + "  - name: huge-work\n    accelerator: h100\n    gpu_hours: 1.0e15\n    window: {start: 2027-02-01T00:00:00Z, end: 2027-02-01T01:00:00Z}\n"
+            });
+            (d, c, "gpu_hours")
+        },
+        {
+            let (d, c) = quickstart_file("calendars/evals.ics", |t| {
+                t.replacen(
+                    "DTEND;TZID=America/Los_Angeles:20270105T210000",
+                    "DURATION:P999999999999D",
+                    1,
+                )
+            });
+            (d, c, "DURATION")
+        },
+    ];
+    for (_dir, config, field) in &cases {
+        let r = run(config, &["plan", "--now", NOW, "-q"]);
+        no_panic(&r);
+        assert_eq!(r.code, 2, "{field}: {}", r.stderr);
+        assert!(r.stderr.contains(field), "{field}: {}", r.stderr);
+    }
+}
+
+#[test]
+fn float_and_negative_flags_get_a_message_about_the_value() {
+    let config = root().join("examples/quickstart/gpucap.toml");
+    for value in ["nan", "inf", "-5", "0"] {
+        let r = run(&config, &["plan", "--now", NOW, "--time-limit", value]);
+        no_panic(&r);
+        assert_eq!(r.code, 2, "{value}: {}", r.stderr);
+        assert!(r.stderr.contains(&format!("`{value}`")), "{}", r.stderr);
+        assert!(!r.stderr.contains("unexpected argument"), "{}", r.stderr);
+    }
+    let r = run(&config, &["plan", "--now", "3000-01-01"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("outside the years"), "{}", r.stderr);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let plan = dir.path().join("plan.json");
+    std::fs::write(&plan, "{}").expect("written");
+    for (flag, value, says) in [
+        ("--window", "1000000y", "longer than 20 years"),
+        ("--window", "-7d", "negative"),
+        ("--price-tolerance", "-5", "percentage"),
+    ] {
+        let out = gpucap()
+            .args(["generate"])
+            .arg(&plan)
+            .args(["-o"])
+            .arg(dir.path().join("tf"))
+            .args([flag, value])
+            .output()
+            .expect("run");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flag} {value}: {stderr}");
+        assert!(
+            stderr.contains(says) || stderr.contains("plan"),
+            "{flag} {value}: {stderr}"
+        );
+        assert!(!stderr.contains("unexpected argument"), "{stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+    for value in ["nan", "-inf"] {
+        let out = gpucap()
+            .args(["solve", "-", "--time-limit", value])
+            .write_stdin("{}")
+            .output()
+            .expect("run");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{value}: {stderr}");
+        assert!(stderr.contains(&format!("`{value}`")), "{stderr}");
+    }
+}

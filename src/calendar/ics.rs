@@ -18,6 +18,7 @@ use serde_json::{Map, Value};
 
 use super::{Campaign, RawCampaign, unknown_key_hint};
 use crate::diagnostic::{InputError, Location, did_you_mean};
+use crate::limits::MAX_SPAN_HOURS;
 
 /// Keys a description line or `X-GPUCAP-` property may set.
 const KEYS: &[&str] = &[
@@ -148,13 +149,21 @@ fn event_campaigns(
             .with_timezone(&tz)
             .naive_local(),
         (None, Some(d)) => {
-            start_local
-                + parse_duration(d).ok_or_else(|| {
-                    InputError::new(
-                        at("DURATION"),
-                        format!("`{d}` is not an iCalendar duration like `P3D` or `PT8H`"),
-                    )
-                })?
+            let length = parse_duration(d).ok_or_else(|| {
+                InputError::new(
+                    at("DURATION"),
+                    format!(
+                        "`{d}` is not an iCalendar duration like `P3D` or `PT8H` of at most {} years",
+                        MAX_SPAN_HOURS / (24 * 365)
+                    ),
+                )
+            })?;
+            start_local.checked_add_signed(length).ok_or_else(|| {
+                InputError::new(
+                    at("DURATION"),
+                    format!("`{d}` after DTSTART is past any date gpucap plans for"),
+                )
+            })?
         }
         (None, None) if all_day => start_local + Duration::days(1),
         (None, None) => {
@@ -178,7 +187,12 @@ fn event_campaigns(
             continue;
         }
         let occ_local = occ.with_timezone(&tz).naive_local();
-        let occ_end = local_to_utc(tz, occ_local + length);
+        let occ_end = occ_local
+            .checked_add_signed(length)
+            .map(|end| local_to_utc(tz, end))
+            .ok_or_else(|| {
+                InputError::new(at("DTEND"), format!("event `{name}` ends past any date"))
+            })?;
         let occ_name = if recurring {
             format!("{name}@{}", occ.format("%Y-%m-%d"))
         } else {
@@ -464,7 +478,12 @@ fn parse_duration(s: &str) -> Option<Duration> {
                 num.push(c);
             } else {
                 let secs = units.iter().find(|(u, _)| *u == c)?.1;
-                total += Duration::seconds(num.parse::<i64>().ok()?.checked_mul(secs)?);
+                let part = num.parse::<i64>().ok()?.checked_mul(secs)?;
+                total = total.checked_add(&Duration::try_seconds(part)?)?;
+                // Bounded like every duration gpucap reads (`limits::MAX_SPAN_HOURS`).
+                if total.num_hours() > MAX_SPAN_HOURS {
+                    return None;
+                }
                 num.clear();
             }
         }
@@ -636,6 +655,9 @@ DESCRIPTION:acclerator: h100\\ngpus: 8\r\nEND:VEVENT\r\n"), Path::new("c.ics"), 
     #[test]
     fn iso_durations() {
         assert_eq!(parse_duration("P2W"), Some(Duration::days(14)));
+        assert_eq!(parse_duration("P999999999999D"), None);
+        assert_eq!(parse_duration("P99999999999999999W"), None);
+        assert_eq!(parse_duration("PT9223372036854775807S"), None);
         assert_eq!(parse_duration("PT8H30M"), Some(Duration::minutes(510)));
         assert_eq!(parse_duration("P1DT12H"), Some(Duration::hours(36)));
         for bad in ["P", "PT", "1D", "P1X", "PT5"] {

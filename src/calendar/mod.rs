@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::Accelerator;
 use crate::diagnostic::{InputError, Location, did_you_mean};
+use crate::limits::MAX_GPUS;
 use crate::timespec::{Span, Timestamp};
 use gpucap_provider::Cloud;
 
@@ -169,10 +170,12 @@ impl RawCampaign {
                     format!("GPUs must be a positive whole number, found {g}"),
                 ));
             }
-            Some(g) if g > 1_000_000 => {
+            Some(g) if g > i64::from(MAX_GPUS) => {
                 return Err(field_error(
                     "gpus",
-                    format!("{g} GPUs is more than any cloud sells; check the number"),
+                    format!(
+                        "{g} GPUs is more than any cloud sells (at most {MAX_GPUS}); check the number"
+                    ),
                 ));
             }
             other => other.map(|g| g as u32),
@@ -198,7 +201,19 @@ impl RawCampaign {
                 cap,
             ) => {
                 let hours = (end - start).num_seconds() as f64 / 3600.0;
-                let spread = (gpu_hours / hours - 1e-9).ceil().max(1.0) as u32;
+                let spread = (gpu_hours / hours - 1e-9).ceil().max(1.0);
+                if spread > f64::from(MAX_GPUS) {
+                    return Err(FieldError {
+                        hint: Some("check the number, or widen the `window`".into()),
+                        ..field_error(
+                            "gpu_hours",
+                            format!(
+                                "{gpu_hours} GPU-hours in a window of {hours} hours need {spread} GPUs at once, more than the {MAX_GPUS} gpucap takes"
+                            ),
+                        )
+                    });
+                }
+                let spread = spread as u32;
                 match cap {
                     Some(cap) if (cap as f64) * hours < gpu_hours => {
                         return Err(field_error(

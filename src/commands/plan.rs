@@ -66,8 +66,13 @@ pub struct PlanArgs {
     #[arg(long, value_name = "TIME", value_parser = parse_now)]
     pub now: Option<DateTime<Utc>>,
     /// Stop the solver after this many seconds with the best plan found.
-    #[arg(long, value_name = "SECONDS")]
-    pub time_limit: Option<f64>,
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        allow_hyphen_values = true,
+        value_parser = crate::commands::common::parse_time_limit
+    )]
+    pub time_limit: Option<Duration>,
     /// Count the reservations, capacity blocks and commitments in this `terraform show -json`
     /// output as capacity already owned (repeatable).
     #[arg(long, value_name = "FILE")]
@@ -197,7 +202,7 @@ fn make_with(
         planned.problem.scenarios.len()
     ));
     let options = SolveOptions {
-        time_limit: args.time_limit.map(Duration::from_secs_f64),
+        time_limit: args.time_limit,
         ..SolveOptions::default()
     };
     let started = Instant::now();

@@ -25,8 +25,13 @@ pub struct SolveArgs {
     #[arg(long, value_enum, default_value_t = Format::Json)]
     pub format: Format,
     /// Stop after this many seconds with the best plan found (status `feasible`).
-    #[arg(long, value_name = "SECONDS")]
-    pub time_limit: Option<f64>,
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        allow_hyphen_values = true,
+        value_parser = crate::commands::common::parse_time_limit
+    )]
+    pub time_limit: Option<Duration>,
     /// Pools solved at once (default: one per core).
     #[arg(long, default_value_t = 0)]
     pub threads: usize,
@@ -40,7 +45,7 @@ pub fn run(_global: &GlobalArgs, args: SolveArgs) -> anyhow::Result<Outcome> {
         e
     })?;
     let options = SolveOptions {
-        time_limit: args.time_limit.map(Duration::from_secs_f64),
+        time_limit: args.time_limit,
         threads: args.threads,
         ..SolveOptions::default()
     };

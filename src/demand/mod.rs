@@ -198,7 +198,12 @@ fn campaign_contribution(
         .ceil()
         .max(0.0) as u32;
     let slip = s.slip.as_duration();
-    let (from, to) = horizon.clip(c.schedule.start() + slip, c.schedule.end() + slip)?;
+    // Dates and slips are bounded when read; a sum past chrono's range would be past any
+    // horizon too, so it adds nothing rather than panic.
+    let (from, to) = horizon.clip(
+        c.schedule.start().checked_add_signed(slip)?,
+        c.schedule.end().checked_add_signed(slip)?,
+    )?;
     (gpus > 0).then(|| Contribution {
         label: c.name.clone(),
         team: c.team.clone(),
