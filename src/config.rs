@@ -502,10 +502,14 @@ impl Config {
                     format!("probability must be in (0, 1], found {}", s.probability),
                 ));
             }
-            if !(s.scale.is_finite() && s.scale > 0.0) {
+            if !(s.scale.is_finite() && s.scale > 0.0 && s.scale <= crate::limits::MAX_SCALE) {
                 return Err(InputError::new(
                     at(format!("scenarios[{i}].scale")),
-                    format!("scale must be a positive number, found {}", s.scale),
+                    format!(
+                        "scale must be a positive number up to {}, found {}",
+                        crate::limits::MAX_SCALE,
+                        crate::limits::show(s.scale)
+                    ),
                 ));
             }
             if s.slip.as_hours() < 0 {

@@ -14,6 +14,7 @@ use chrono::{DateTime, Duration, Utc};
 
 use crate::config::Quantile;
 use crate::diagnostic::{InputError, Location};
+use crate::limits::MAX_GPUS;
 use crate::timespec::parse_timestamp;
 
 /// One forecast value with its quantiles.
@@ -124,6 +125,14 @@ pub fn parse(text: &str, path: &Path, pool: Option<&str>) -> Result<Vec<Series>,
                 return Err(InputError::new(
                     at(col),
                     format!("`{s}` is not a finite number"),
+                ));
+            }
+            if v > f64::from(MAX_GPUS) {
+                return Err(InputError::new(
+                    at(col),
+                    format!(
+                        "`{s}` GPUs is more than gpucap takes ({MAX_GPUS}); forecast values are GPUs in use"
+                    ),
                 ));
             }
             Ok(v.max(0.0))

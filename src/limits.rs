@@ -44,7 +44,26 @@ pub const MAX_TIME_LIMIT_SECS: f64 = 7.0 * 24.0 * 3600.0;
 /// the error says which pools and offers make it large.
 pub const MAX_PROBLEM_SIZE: u64 = 50_000_000;
 
+/// Most term purchase starts (each term offer's allowed start hours, summed) one problem may
+/// offer the solver: each is an integer variable, and Cbc runs out of memory long before 10⁸.
+pub const MAX_TERM_STARTS: u64 = 1_000_000;
+
+/// Longest one evaluation of the budget gates may take (regorus's execution timer). The
+/// built-in gates take milliseconds; a policy past this is looping or exploding, and the
+/// evaluation fails, which stops the run before any plan is written.
+pub const MAX_POLICY_TIME: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Whether `v` is a finite number in `[min, max]`.
 pub fn finite_in(v: f64, min: f64, max: f64) -> bool {
     v.is_finite() && v >= min && v <= max
+}
+
+/// A number as a message shows it: plainly, or in exponent form when it is huge or tiny
+/// (`1e300`, not three hundred digits).
+pub fn show(v: f64) -> String {
+    if v.is_finite() && v != 0.0 && !(1e-6..1e15).contains(&v.abs()) {
+        format!("{v:e}")
+    } else {
+        v.to_string()
+    }
 }

@@ -190,3 +190,86 @@ fn float_and_negative_flags_get_a_message_about_the_value() {
         assert!(stderr.contains(&format!("`{value}`")), "{stderr}");
     }
 }
+
+#[test]
+fn numbers_past_their_range_are_refused_not_wrapped_or_allocated() {
+    // scale: bounded, and the message shows the number readably.
+    let (_d, config) = quickstart(|t| t.replace("scale = 1.25", "scale = 1e300"));
+    let r = run(&config, &["plan", "--now", NOW, "-q"]);
+    no_panic(&r);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("scenarios[2].scale"), "{}", r.stderr);
+    assert!(r.stderr.contains("1e300"), "{}", r.stderr);
+
+    // A legal scale that makes the problem huge: refused before solving, naming the pools.
+    let (_d, config) = quickstart(|t| t.replace("scale = 1.25", "scale = 100"));
+    let r = run(&config, &["plan", "--now", NOW, "-q"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("too large to solve"), "{}", r.stderr);
+    assert!(r.stderr.contains("`h100-us`"), "{}", r.stderr);
+    assert!(r.stderr.contains("hint:"), "{}", r.stderr);
+
+    // Forecast values: a GPU count, never 1e30 or 3e9 (which summed wrapped in u32).
+    for value in ["1e30", "3000000000", "inf"] {
+        let (_d, config) = quickstart_file("forecasts/inference-h100.csv", |t| {
+            t.replacen(",102.0000\n", &format!(",{value}\n"), 1)
+        });
+        let r = run(&config, &["plan", "--now", NOW, "-q"]);
+        no_panic(&r);
+        assert_eq!(r.code, 2, "{value}: {}", r.stderr);
+        assert!(r.stderr.contains("inference-h100.csv:2"), "{}", r.stderr);
+        assert!(r.stderr.contains("yhat"), "{}", r.stderr);
+    }
+}
+
+#[test]
+fn a_problem_file_with_absurd_demand_is_refused_before_solving() {
+    let text = std::fs::read_to_string(root().join("tests/fixtures/problems/spec-example.json"))
+        .expect("fixture");
+    for (to, says) in [
+        // Past the per-pool bound: the solver once tabulated 4e9 levels (8.5 GB).
+        ("[[0, 168, 4294967295]]", "more than the 10000000"),
+        // Within it, but too large a problem to solve: refused with its size.
+        (
+            "[[0, 168, 9000000], [168, 500, 9000000]]",
+            "too large to solve",
+        ),
+    ] {
+        let hostile = text.replacen("[[0, 168, 64], [168, 500, 128]]", to, 1);
+        assert_ne!(hostile, text);
+        let out = gpucap()
+            .args(["solve", "-"])
+            .write_stdin(hostile)
+            .timeout(std::time::Duration::from_secs(60))
+            .output()
+            .expect("run");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{to}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+        assert!(stderr.contains(says), "{stderr}");
+    }
+}
+
+#[test]
+fn a_recursive_policy_is_refused_not_a_stack_overflow() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let policies = dir.path().join("rec");
+    std::fs::create_dir_all(&policies).expect("mkdir");
+    std::fs::write(
+        policies.join("r.rego"),
+        "package gpucap.policies.rec\n\nimport rego.v1\n\nf(x) := y if {\n\ty := f(x + 1)\n}\n\n\
+         deny contains d if {\n\tf(1) > 0\n\td := {\"rule\": \"r\", \"message\": \"m\", \"fix\": \"f\"}\n}\n",
+    )
+    .expect("written");
+    let out = gpucap()
+        .args(["policy", "test"])
+        .arg(&policies)
+        .output()
+        .expect("run");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("r.rego: line 5: function `f` calls itself"),
+        "{stderr}"
+    );
+}

@@ -73,6 +73,10 @@ pub struct PlanArgs {
         value_parser = crate::commands::common::parse_time_limit
     )]
     pub time_limit: Option<Duration>,
+    /// Refuse problems larger than this (segments × offers × demand levels × scenarios; see
+    /// "Limits" in the README). Default 50,000,000.
+    #[arg(long, value_name = "SIZE")]
+    pub max_problem_size: Option<u64>,
     /// Count the reservations, capacity blocks and commitments in this `terraform show -json`
     /// output as capacity already owned (repeatable).
     #[arg(long, value_name = "FILE")]
@@ -183,6 +187,10 @@ fn make_with(
     }
     let validated = problem::validate(planned.problem.clone())
         .map_err(|e| anyhow::anyhow!("gpucap built an invalid problem (a bug): {e}"))?;
+    let size = problem::size::check(&validated, args.max_problem_size).map_err(|mut e| {
+        e.location.file = Some(global.config.clone());
+        e
+    })?;
 
     let terms: usize = planned
         .problem
@@ -195,11 +203,14 @@ fn make_with(
         })
         .sum();
     progress.step(&format!(
-        "solving: {} pools, {} offers, {} term starts, {} scenarios",
+        "solving: {} pools, {} offers, {} term starts, {} scenarios (size {} of at most {})",
         planned.problem.pools.len(),
         planned.problem.offers.len(),
         terms,
-        planned.problem.scenarios.len()
+        planned.problem.scenarios.len(),
+        size.total,
+        args.max_problem_size
+            .unwrap_or(crate::limits::MAX_PROBLEM_SIZE)
     ));
     let options = SolveOptions {
         time_limit: args.time_limit,
@@ -260,6 +271,7 @@ pub fn make(global: &GlobalArgs, offline: bool, now: DateTime<Utc>) -> anyhow::R
         compare_to: None,
         now: Some(now),
         time_limit: None,
+        max_problem_size: None,
         terraform_state: Vec::new(),
         out_dir: None,
     };

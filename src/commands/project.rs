@@ -131,7 +131,15 @@ impl Project {
 
     /// The demand curve of this project.
     pub fn demand(&self) -> Result<DemandCurve, InputError> {
-        demand::build(&self.config, self.horizon, &self.campaigns, &self.forecasts)
+        demand::build(&self.config, self.horizon, &self.campaigns, &self.forecasts).map_err(
+            |mut e| {
+                // Errors about a pool as a whole are the config's.
+                if e.location.file.is_none() {
+                    e.location.file = Some(self.config_path.clone());
+                }
+                e
+            },
+        )
     }
 }
 

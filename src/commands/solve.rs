@@ -32,6 +32,10 @@ pub struct SolveArgs {
         value_parser = crate::commands::common::parse_time_limit
     )]
     pub time_limit: Option<Duration>,
+    /// Refuse problems larger than this (segments × offers × demand levels × scenarios; see
+    /// "Limits" in the README). Default 50,000,000.
+    #[arg(long, value_name = "SIZE")]
+    pub max_problem_size: Option<u64>,
     /// Pools solved at once (default: one per core).
     #[arg(long, default_value_t = 0)]
     pub threads: usize,
@@ -41,6 +45,10 @@ pub fn run(_global: &GlobalArgs, args: SolveArgs) -> anyhow::Result<Outcome> {
     let (text, path) = read(&args.problem)?;
     let parsed = problem::parse(&text, &path)?;
     let validated = problem::validate(parsed).map_err(|mut e| {
+        e.location.file = Some(path.clone());
+        e
+    })?;
+    problem::size::check(&validated, args.max_problem_size).map_err(|mut e| {
         e.location.file = Some(path.clone());
         e
     })?;

@@ -50,11 +50,18 @@ impl PolicyEngine {
 
     /// Only the given sources (no built-ins unless they are among them).
     pub fn from_sources(sources: Vec<PolicySource>) -> Result<PolicyEngine, PolicyError> {
+        super::recursion::check(&sources)?;
         let mut engine = regorus::Engine::new();
         engine.set_rego_v0(false);
         // Plans are data the user controls; a builtin given the wrong type should be an error
         // that names the policy, not a silently undefined rule that lets a plan through.
         engine.set_strict_builtin_errors(true);
+        // Policies are code from the repo; an expensive or endless one must end in an error
+        // that names it (and so denies: the plan has no decisions), not hang `gpucap plan`.
+        engine.set_execution_timer_config(regorus::utils::limits::ExecutionTimerConfig {
+            limit: crate::limits::MAX_POLICY_TIME,
+            check_interval: std::num::NonZeroU32::MIN.saturating_add(999),
+        });
         let mut packages = BTreeSet::new();
         for source in &sources {
             let name = source.path.display().to_string();

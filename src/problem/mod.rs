@@ -7,6 +7,7 @@
 //! the only form the solver accepts.
 
 mod parse;
+pub mod size;
 mod validate;
 
 use std::collections::BTreeMap;

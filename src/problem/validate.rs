@@ -7,6 +7,7 @@ use std::collections::{HashMap, HashSet};
 use chrono::{DateTime, Timelike, Utc};
 
 use crate::diagnostic::{InputError, Location, did_you_mean};
+use crate::limits::MAX_POOL_GPUS;
 
 use super::{OfferKind, PROBLEM_SCHEMA, Problem, Segment, Starts};
 
@@ -400,6 +401,15 @@ fn scenario_demand(
             .ok_or_else(|| unknown_pool(at.clone(), pool, pools))?;
         for (list, segments) in [("firm", &d.firm), ("flex", &d.flex)] {
             for (j, s) in segments.iter().enumerate() {
+                if u64::from(s.value()) > MAX_POOL_GPUS {
+                    return Err(error(
+                        format!("{at}.{list}[{j}]"),
+                        format!(
+                            "{} GPUs at once is more than the {MAX_POOL_GPUS} gpucap plans for in one pool",
+                            s.value()
+                        ),
+                    ));
+                }
                 if !(s.from() < s.to() && s.to() <= problem.hours) {
                     return Err(error(
                         format!("{at}.{list}[{j}]"),
