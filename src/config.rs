@@ -13,6 +13,7 @@ use serde::Deserialize;
 
 use crate::Accelerator;
 use crate::diagnostic::{InputError, Location, did_you_mean};
+use crate::render::text::visible;
 use crate::timespec::{Horizon, Span, Timestamp};
 use gpucap_provider::Cloud;
 
@@ -518,6 +519,9 @@ impl Config {
                     "slip cannot be negative",
                 ));
             }
+            if let Err(m) = crate::render::text::check_name(&s.name) {
+                return Err(InputError::new(at(format!("scenarios[{i}].name")), m));
+            }
             if s.name.trim().is_empty() || !names.insert(s.name.as_str()) {
                 return Err(InputError::new(
                     at(format!("scenarios[{i}].name")),
@@ -580,6 +584,14 @@ impl Config {
             }
         }
         for (i, f) in self.inputs.forecasts.iter().enumerate() {
+            if let Some(team) = &f.team
+                && let Err(m) = crate::render::text::check_name(team)
+            {
+                return Err(InputError::new(
+                    at(format!("inputs.forecasts[{i}].team")),
+                    m,
+                ));
+            }
             if let Some(pool) = &f.pool
                 && !self.pools.is_empty()
                 && !self.pools.contains_key(pool)
@@ -670,7 +682,18 @@ impl Config {
             )
             .with_hint("leave `dir` out for the default `.gpucap`"));
         }
+        let mut ids = std::collections::HashMap::new();
         for (i, c) in self.capacity.iter().enumerate() {
+            if let Some(first) = ids.insert(c.id.as_str(), i) {
+                return Err(InputError::new(
+                    at(format!("capacity[{i}].id")),
+                    format!("`{}` is also the id of capacity[{first}]", visible(&c.id)),
+                )
+                .with_hint("each [[capacity]] entry is one reservation, block or commitment"));
+            }
+            if let Err(m) = crate::render::text::check_name(&c.id) {
+                return Err(InputError::new(at(format!("capacity[{i}].id")), m));
+            }
             if Cloud::of_region(&c.region).is_none() {
                 return Err(InputError::new(
                     at(format!("capacity[{i}].region")),
@@ -716,6 +739,14 @@ impl Config {
                 .iter()
                 .map(|(team, v)| (format!("budget.teams.{team}"), Some(*v))),
         );
+        for team in b.teams.keys() {
+            if let Err(m) = crate::render::text::check_name(team) {
+                return Err(InputError::new(
+                    Location::file(path).field(format!("budget.teams.{}", visible(team))),
+                    m,
+                ));
+            }
+        }
         for (field, value) in amounts {
             if let Some(v) = value
                 && !finite_in(v, 0.0, MAX_USD)

@@ -142,3 +142,87 @@ fn pulumi_yaml_reads_hostile_names_back_as_plain_text() {
         );
     }
 }
+
+/// Names that break XML written by hand: markup, entities, CDATA ends, and (for the escape
+/// test) controls and bidirectional overrides.
+const XML_HOSTILE: &[&str] = &[
+    "<script>alert(1)</script>",
+    "a & b &amp; c",
+    "q\"'>",
+    "]]><!--",
+    "ansi\u{1b}[31mred\u{1b}[0m",
+    "bell\u{7}cr\rtab",
+    "rlo\u{202E}txt.exe",
+];
+
+#[test]
+fn the_demand_svg_stays_well_formed_and_shows_hostile_names_as_text() {
+    use gpucap::calendar::RawCampaign;
+    use gpucap::config::Config;
+    use gpucap::diagnostic::Location;
+    use gpucap::timespec::{Span, Timestamp, parse_timestamp};
+
+    let config = Config::parse(
+        "[planning]\nstart = 2027-01-01\nhorizon = \"10d\"\n",
+        Path::new("gpucap.toml"),
+    )
+    .expect("config");
+    let campaigns: Vec<_> = XML_HOSTILE
+        .iter()
+        .enumerate()
+        .map(|(i, name)| {
+            let mut raw = RawCampaign::new(format!("c{i}"), "h100".parse().expect("h100"));
+            raw.gpus = Some(8);
+            raw.start = Some(Timestamp(parse_timestamp("2027-01-02").expect("t")));
+            raw.duration = Some(Span::days(2));
+            let mut c = raw.validate(Location::default()).expect("valid");
+            // Past input validation (which refuses controls): the writer must still be safe.
+            c.name = (*name).to_string();
+            c
+        })
+        .collect();
+    let curve = gpucap::demand::build(&config, config.horizon(chrono::Utc::now()), &campaigns, &[])
+        .expect("demand");
+    let svg = gpucap::render::chart::demand_svg(&curve, 0).expect("svg");
+    let doc = roxmltree::Document::parse(&svg).expect("a well-formed SVG");
+    let text: String = doc
+        .descendants()
+        .filter(|n| n.is_text())
+        .filter_map(|n| n.text())
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(!text.contains('\u{1b}'), "no raw escape in the SVG text");
+    for name in XML_HOSTILE {
+        let shown = gpucap::render::text::visible(name);
+        assert!(
+            text.contains(shown.as_ref()),
+            "{shown:?} not found as text in:\n{text}"
+        );
+    }
+    assert!(
+        doc.descendants().all(|n| n.tag_name().name() != "script"),
+        "no element from a name"
+    );
+}
+
+#[test]
+fn names_with_control_or_bidi_characters_are_refused_at_input() {
+    for name in ["ansi\u{1b}[31mred", "rlo\u{202E}exe", "cr\rlf"] {
+        let yaml = format!(
+            "campaigns:\n  - name: \"{}\"\n    accelerator: h100\n    gpus: 8\n    start: 2027-01-01\n    duration: 1d\n",
+            name.escape_default()
+        );
+        let err = gpucap::calendar::parse(
+            &yaml,
+            Path::new("c.yaml"),
+            gpucap::timespec::parse_timestamp("2027-06-01").expect("t"),
+        )
+        .expect_err("refused");
+        assert_eq!(
+            err.location.field.as_deref(),
+            Some("campaigns[0].name"),
+            "{err}"
+        );
+        assert!(!err.to_string().contains('\u{1b}'), "{err}");
+    }
+}

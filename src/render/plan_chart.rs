@@ -127,9 +127,10 @@ pub fn file_stem(id: &str) -> String {
     if s.is_empty() { "pool".into() } else { s }
 }
 
-/// Text from the plan as it goes into a chart: no control characters (invalid in SVG's XML).
+/// Text from the plan as it goes into a chart: control characters (invalid in SVG's XML) and
+/// bidirectional overrides shown escaped; plotters escapes `<`, `>` and `&`.
 fn label(s: &str) -> String {
-    s.chars().filter(|c| !c.is_control()).collect()
+    super::text::visible(s).into_owned()
 }
 
 /// Something drawable on either backend.
