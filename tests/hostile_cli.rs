@@ -273,3 +273,74 @@ fn a_recursive_policy_is_refused_not_a_stack_overflow() {
         "{stderr}"
     );
 }
+
+#[test]
+fn plan_files_are_checked_before_anything_is_generated_from_them() {
+    let text =
+        std::fs::read_to_string(root().join("tests/fixtures/plans/aws.json")).expect("fixture");
+    let base: serde_json::Value = serde_json::from_str(&text).expect("json");
+    type Edit = fn(&mut serde_json::Value);
+    let cases: [(Edit, &str); 10] = [
+        (
+            |p| p["actions"][0]["instances"] = 4294967295u32.into(),
+            "actions[0].instances",
+        ),
+        (
+            |p| p["actions"][0]["instances"] = 0.into(),
+            "actions[0].instances",
+        ),
+        (
+            |p| p["actions"][0]["end"] = "2027-01-10T00:00:00Z".into(),
+            "actions[0].end",
+        ),
+        (
+            |p| p["actions"][0]["cost"] = (-5.0).into(),
+            "actions[0].cost",
+        ),
+        (
+            |p| p["actions"][0]["region"] = "us-central1".into(),
+            "actions[0].region",
+        ),
+        (
+            |p| {
+                let id = p["actions"][0]["id"].clone();
+                p["actions"][1]["id"] = id;
+            },
+            "actions[1].id",
+        ),
+        (|p| p["created_at"] = "yesterday".into(), "created_at"),
+        (
+            |p| p["actions"][0]["cloud"] = "ibm".into(),
+            "actions[0].cloud",
+        ),
+        (
+            |p| p["actions"][0]["zone"] = "eu-west-1a".into(),
+            "actions[0].zone",
+        ),
+        (
+            |p| p["actions"][0]["start"] = "+262143-01-01T00:00:00Z".into(),
+            "actions[0].start",
+        ),
+    ];
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (i, (edit, field)) in cases.iter().enumerate() {
+        let mut plan = base.clone();
+        edit(&mut plan);
+        let path = dir.path().join(format!("plan-{i}.json"));
+        std::fs::write(&path, serde_json::to_string(&plan).expect("json")).expect("written");
+        let out_dir = dir.path().join(format!("tf-{i}"));
+        let out = gpucap()
+            .arg("generate")
+            .arg(&path)
+            .arg("-o")
+            .arg(&out_dir)
+            .args(["--now", "2027-01-03T06:00:00Z"])
+            .output()
+            .expect("run");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{field}: {stderr}");
+        assert!(stderr.contains(&format!("`{field}`")), "{field}: {stderr}");
+        assert!(stderr.contains(&format!("plan-{i}.json")), "{stderr}");
+        assert!(!out_dir.exists(), "{field}: nothing written");
+    }
+}

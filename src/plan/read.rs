@@ -80,6 +80,7 @@ pub fn parse(text: &str, path: &Path) -> Result<Plan, InputError> {
             format!("`{}` is not `{PLAN_SCHEMA}`", plan.schema),
         ));
     }
+    super::validate::validate(&plan, path)?;
     Ok(plan)
 }
 

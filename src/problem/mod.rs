@@ -8,7 +8,7 @@
 
 mod parse;
 pub mod size;
-mod validate;
+pub mod validate;
 
 use std::collections::BTreeMap;
 use std::fmt;
