@@ -344,3 +344,111 @@ fn plan_files_are_checked_before_anything_is_generated_from_them() {
         assert!(!out_dir.exists(), "{field}: nothing written");
     }
 }
+
+fn entries(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .expect("dir")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn a_run_that_fails_late_writes_nothing_and_clobbers_nothing() {
+    let config = root().join("examples/quickstart/gpucap.toml");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("out");
+    std::fs::create_dir_all(out.join("plan-dir")).expect("mkdir");
+    // The plan and problem would be fine; `-o` names a directory: nothing is written.
+    let r = run(
+        &config,
+        &[
+            "plan",
+            "--now",
+            NOW,
+            "-q",
+            "--emit-problem",
+            out.join("problem.json").to_str().expect("utf-8"),
+            "-o",
+            out.join("plan-dir").to_str().expect("utf-8"),
+        ],
+    );
+    no_panic(&r);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("plan-dir"), "{}", r.stderr);
+    assert!(r.stderr.contains("a directory"), "{}", r.stderr);
+    assert!(
+        !r.stderr.contains("gpucap-tmp"),
+        "the target is named: {}",
+        r.stderr
+    );
+    assert_eq!(
+        entries(&out),
+        ["plan-dir"],
+        "no problem file, no temporary file"
+    );
+
+    // A chart directory that is a file fails after the plan is made: still nothing written.
+    std::fs::write(out.join("charts"), "not a dir").expect("written");
+    let r = run(
+        &config,
+        &[
+            "plan",
+            "--now",
+            NOW,
+            "-q",
+            "-o",
+            out.join("plan.json").to_str().expect("utf-8"),
+            "--chart-dir",
+            out.join("charts").to_str().expect("utf-8"),
+        ],
+    );
+    assert_ne!(r.code, 0, "{}", r.stderr);
+    assert_eq!(entries(&out), ["charts", "plan-dir"], "{}", r.stderr);
+
+    // A device is never replaced by a file.
+    #[cfg(unix)]
+    {
+        let r = run(&config, &["plan", "--now", NOW, "-q", "-o", "/dev/null"]);
+        assert_eq!(r.code, 2, "{}", r.stderr);
+        assert!(r.stderr.contains("a device"), "{}", r.stderr);
+        use std::os::unix::fs::FileTypeExt as _;
+        assert!(
+            std::fs::metadata("/dev/null")
+                .expect("exists")
+                .file_type()
+                .is_char_device()
+        );
+    }
+
+    // `-o -` writes the plan through to stdout.
+    let r = run(
+        &config,
+        &["plan", "--now", NOW, "-q", "--format", "json", "-o", "-"],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.matches("\"schema\": \"gpucap.plan/v1\"").count() >= 2);
+}
+
+#[test]
+fn plan_and_problem_files_that_are_not_files_or_not_text_are_bad_input() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let binary = dir.path().join("binary.json");
+    std::fs::write(&binary, [0xff, 0xfe, 0x00, 0x7b]).expect("written");
+    for args in [
+        vec!["generate".to_string(), dir.path().display().to_string()],
+        vec!["generate".to_string(), binary.display().to_string()],
+        vec!["solve".to_string(), dir.path().display().to_string()],
+        vec!["solve".to_string(), binary.display().to_string()],
+    ] {
+        let mut cmd = gpucap();
+        cmd.args(&args);
+        if args[0] == "generate" {
+            cmd.arg("-o").arg(dir.path().join("tf"));
+        }
+        let out = cmd.output().expect("run");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+    }
+}

@@ -5,7 +5,6 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::Context;
 use chrono::{DateTime, Utc};
 
 use crate::calendar::{self, Campaign};
@@ -208,19 +207,6 @@ fn calendar_files(
     Ok(files)
 }
 
-/// Writes a file all at once: to a temporary sibling first, then renamed over the target, so a
-/// failure never leaves half a file.
-pub fn write_atomically(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create `{}`", dir.display()))?;
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.tmp{}", std::process::id()));
-    std::fs::write(&tmp, bytes).with_context(|| format!("cannot write `{}`", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("cannot write `{}`", path.display()))
-}
+/// Writes a file all at once (see [`super::output`]): never half a file, never over a
+/// directory, FIFO or device.
+pub use super::output::write_atomically;

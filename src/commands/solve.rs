@@ -78,8 +78,23 @@ fn read(path: &Path) -> anyhow::Result<(String, PathBuf)> {
             .context("cannot read the problem from stdin")?;
         return Ok((text, PathBuf::from("<stdin>")));
     }
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read `{}`", path.display()))?;
+    if path.is_dir() {
+        return Err(crate::diagnostic::InputError::in_file(
+            path,
+            "is a directory, not a problem file",
+        )
+        .into());
+    }
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read `{}`", path.display()))?;
+    let text = String::from_utf8(bytes).map_err(|e| {
+        crate::diagnostic::InputError::in_file(
+            path,
+            format!(
+                "is not UTF-8 text (byte {}); a problem is `gpucap.problem/v1` JSON",
+                e.utf8_error().valid_up_to()
+            ),
+        )
+    })?;
     Ok((text, path.to_path_buf()))
 }
 
