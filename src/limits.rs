@@ -39,6 +39,10 @@ pub const MAX_INSTANCES: u32 = MAX_GPUS;
 /// Longest solver time limit, seconds: a week. A plan that needs longer needs a smaller problem.
 pub const MAX_TIME_LIMIT_SECS: f64 = 7.0 * 24.0 * 3600.0;
 
+/// The solver's time limit when `--time-limit` is not given (`plan`, `solve`): past it the best
+/// plan found is returned with its proven gap (`status: feasible`), rather than running for hours.
+pub const DEFAULT_TIME_LIMIT: std::time::Duration = std::time::Duration::from_secs(10 * 60);
+
 /// Largest problem gpucap hands the solver, counted as offer-hours (each offer's hours in the
 /// horizon, plus each term start) times scenarios. Above it the model takes gigabytes and hours;
 /// the error says which pools and offers make it large.

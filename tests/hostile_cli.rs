@@ -452,3 +452,46 @@ fn plan_and_problem_files_that_are_not_files_or_not_text_are_bad_input() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
     }
 }
+
+#[test]
+fn inputs_once_accepted_although_wrong_are_refused() {
+    // A quoted newline in a forecast cell.
+    let (_d, config) = quickstart_file("forecasts/inference-h100.csv", |t| {
+        t.replacen("2027-01-05,", "\"2027-01-05\n\",", 1)
+    });
+    let r = run(&config, &["plan", "--now", NOW, "-q"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("inference-h100.csv"), "{}", r.stderr);
+    assert!(r.stderr.contains("line break"), "{}", r.stderr);
+
+    // `campaigns:` with nothing after it.
+    let (_d, config) = quickstart_file("calendars/llm-team-q1.yaml", |_| "campaigns:\n".into());
+    let r = run(&config, &["plan", "--now", NOW, "-q"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("`campaigns`"), "{}", r.stderr);
+
+    // A calendar that is a symlink to nothing.
+    #[cfg(unix)]
+    {
+        let (dir, config) = quickstart(|t| t);
+        std::os::unix::fs::symlink(
+            dir.path().join("calendars/gone.yaml"),
+            dir.path().join("calendars/team-b.yaml"),
+        )
+        .expect("symlink");
+        let r = run(&config, &["plan", "--now", NOW, "-q"]);
+        assert_eq!(r.code, 2, "{}", r.stderr);
+        assert!(r.stderr.contains("team-b.yaml"), "{}", r.stderr);
+    }
+
+    // Two [[capacity]] entries with one id: the config's error, not "a bug".
+    let (_d, config) = quickstart(|t| {
+        let block = &t[t.find("[[capacity]]").expect("capacity")..];
+        let block = block.to_string();
+        t + "\n" + &block
+    });
+    let r = run(&config, &["plan", "--now", NOW, "-q"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("capacity[1].id"), "{}", r.stderr);
+    assert!(!r.stderr.contains("a bug"), "{}", r.stderr);
+}

@@ -13,7 +13,18 @@ use crate::diagnostic::{InputError, Location};
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct CalendarFile {
-    campaigns: Vec<RawCampaign>,
+    /// `campaigns:` with nothing after it is YAML's null: most likely a list lost in an edit,
+    /// so it is an error (`campaigns: []` says "none" on purpose).
+    /// `None`: the key is missing; `Some(None)`: it is null.
+    #[serde(default, deserialize_with = "present")]
+    campaigns: Option<Option<Vec<RawCampaign>>>,
+}
+
+/// A key that is present, even as null.
+fn present<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(
+    d: D,
+) -> Result<Option<T>, D::Error> {
+    T::deserialize(d).map(Some)
 }
 
 pub(super) fn parse_yaml(text: &str, path: &Path) -> Result<Vec<Campaign>, InputError> {
@@ -83,7 +94,20 @@ fn serde_error(mut loc: Location, field: &str, message: String) -> InputError {
 }
 
 fn validate(file: CalendarFile, text: &str, path: &Path) -> Result<Vec<Campaign>, InputError> {
-    file.campaigns
+    let Some(campaigns) = file.campaigns else {
+        return Err(
+            InputError::new(Location::file(path), "missing field `campaigns`")
+                .with_hint("a calendar is a list under `campaigns:`"),
+        );
+    };
+    let Some(campaigns) = campaigns else {
+        return Err(InputError::new(
+            Location::file(path).field("campaigns"),
+            "`campaigns` is empty (null)",
+        )
+        .with_hint("list the campaigns under it, or write `campaigns: []` for none"));
+    };
+    campaigns
         .into_iter()
         .enumerate()
         .map(|(i, raw)| {
@@ -186,6 +210,20 @@ campaigns:
             "campaigns:\n  - name: a\n    accelerator: h100\n    gpus: -4\n    start: 2027-01-01\n    end: 2027-01-02\n",
         );
         assert!(e.message.contains("-4"), "{e}");
+    }
+
+    #[test]
+    fn a_null_campaign_list_is_an_error_and_an_empty_one_is_not() {
+        let e = err("campaigns:\n");
+        assert_eq!(e.location.field.as_deref(), Some("campaigns"), "{e}");
+        assert!(e.message.contains("null"), "{e}");
+        let e = err("other: 1\n");
+        assert!(e.message.contains("campaigns"), "{e}");
+        assert!(
+            parse_yaml("campaigns: []\n", Path::new("c.yaml"))
+                .unwrap()
+                .is_empty()
+        );
     }
 
     #[test]

@@ -66,7 +66,7 @@ pub struct PlanArgs {
     /// Plan as if it were this time (RFC 3339): booking windows and quote ages use it.
     #[arg(long, value_name = "TIME", value_parser = parse_now)]
     pub now: Option<DateTime<Utc>>,
-    /// Stop the solver after this many seconds with the best plan found.
+    /// Stop the solver after this many seconds with the best plan found (default 600).
     #[arg(
         long,
         value_name = "SECONDS",
@@ -214,7 +214,7 @@ fn make_with(
             .unwrap_or(crate::limits::MAX_PROBLEM_SIZE)
     ));
     let options = SolveOptions {
-        time_limit: args.time_limit,
+        time_limit: Some(args.time_limit.unwrap_or(crate::limits::DEFAULT_TIME_LIMIT)),
         ..SolveOptions::default()
     };
     let started = Instant::now();

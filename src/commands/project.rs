@@ -187,16 +187,32 @@ fn calendar_files(
             continue;
         }
         let text = pattern.to_string_lossy().into_owned();
-        let mut matched: Vec<PathBuf> = glob::glob(&text)
+        let is_calendar = |p: &Path| {
+            p.extension()
+                .and_then(|e| e.to_str())
+                .is_some_and(|e| CALENDAR_EXTENSIONS.contains(&e.to_ascii_lowercase().as_str()))
+        };
+        let mut matched: Vec<PathBuf> = Vec::new();
+        for p in glob::glob(&text)
             .map_err(|e| InputError::new(at(), format!("bad glob pattern `{entry}`: {e}")))?
             .filter_map(Result::ok)
-            .filter(|p| p.is_file())
-            .filter(|p| {
-                p.extension()
-                    .and_then(|e| e.to_str())
-                    .is_some_and(|e| CALENDAR_EXTENSIONS.contains(&e.to_ascii_lowercase().as_str()))
-            })
-            .collect();
+            .filter(|p| is_calendar(p))
+        {
+            // A calendar symlink to nothing is a calendar gone missing, not a file to pass over.
+            if p.is_symlink() && !p.exists() {
+                return Err(InputError::new(
+                    at(),
+                    format!(
+                        "`{}` is a symlink to a file that does not exist",
+                        p.display()
+                    ),
+                )
+                .into());
+            }
+            if p.is_file() {
+                matched.push(p);
+            }
+        }
         matched.sort();
         if matched.is_empty() {
             tracing::warn!("{}: `{entry}` matches no calendar files", at());

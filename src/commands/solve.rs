@@ -24,7 +24,7 @@ pub struct SolveArgs {
     /// Output on stdout: the solution document, or a summary.
     #[arg(long, value_enum, default_value_t = Format::Json)]
     pub format: Format,
-    /// Stop after this many seconds with the best plan found (status `feasible`).
+    /// Stop after this many seconds with the best plan found (status `feasible`; default 600).
     #[arg(
         long,
         value_name = "SECONDS",
@@ -53,7 +53,7 @@ pub fn run(_global: &GlobalArgs, args: SolveArgs) -> anyhow::Result<Outcome> {
         e
     })?;
     let options = SolveOptions {
-        time_limit: args.time_limit,
+        time_limit: Some(args.time_limit.unwrap_or(crate::limits::DEFAULT_TIME_LIMIT)),
         threads: args.threads,
         ..SolveOptions::default()
     };

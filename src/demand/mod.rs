@@ -272,7 +272,8 @@ fn forecast_contribution(
         |n| n.to_string_lossy().into_owned(),
     );
     (!segments.is_empty()).then(|| Contribution {
-        label: format!("forecast:{name}"),
+        // File names are not checked like names in files; shown escaped wherever they appear.
+        label: format!("forecast:{}", crate::render::text::visible(&name)),
         team: f.team.clone(),
         flex: f.flex,
         segments: merge(horizon.hours, segments.into_iter()),
