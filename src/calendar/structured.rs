@@ -28,6 +28,7 @@ fn present<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(
 }
 
 pub(super) fn parse_yaml(text: &str, path: &Path) -> Result<Vec<Campaign>, InputError> {
+    refuse_tags(text, path)?;
     let de = serde_yaml_ng::Deserializer::from_str(text);
     let file: CalendarFile = serde_path_to_error::deserialize(de).map_err(|e| {
         let mut loc = Location::file(path);
@@ -70,6 +71,73 @@ pub(super) fn parse_toml(text: &str, path: &Path) -> Result<Vec<Campaign>, Input
     let file: CalendarFile = serde_path_to_error::deserialize(de)
         .map_err(|e| to_error(e.inner(), e.path().to_string()))?;
     validate(file, text, path)
+}
+
+/// YAML tags (`!!python/object:…`, `!custom`) ask a loader to build something other than the
+/// plain value; gpucap would read past them silently, so a calendar with one is refused.
+fn refuse_tags(text: &str, path: &Path) -> Result<(), InputError> {
+    fn first_tag(v: &serde_yaml_ng::Value) -> Option<String> {
+        use serde_yaml_ng::Value;
+        match v {
+            Value::Tagged(t) => Some(t.tag.to_string()),
+            Value::Sequence(items) => items.iter().find_map(first_tag),
+            Value::Mapping(m) => m
+                .iter()
+                .find_map(|(k, v)| first_tag(k).or_else(|| first_tag(v))),
+            _ => None,
+        }
+    }
+    // `!!`-tags outside the core schema are dropped by the YAML reader, so they are found in
+    // the text: `!!` starting a token (after `: `, `- `, `[`, `{`, `,` or indentation),
+    // outside quotes and comments.
+    let secondary = text.lines().find_map(|line| {
+        let (mut single, mut double) = (false, false);
+        let mut prev = ' ';
+        let mut token_start = true;
+        for (i, c) in line.char_indices() {
+            match c {
+                '\'' if !double => single = !single,
+                '"' if !single => double = !double,
+                '#' if !single && !double && prev.is_whitespace() => return None,
+                '!' if !single && !double && token_start && line[i..].starts_with("!!") => {
+                    let tag: String = line[i..]
+                        .chars()
+                        .take_while(|c| !c.is_whitespace())
+                        .collect();
+                    return Some(tag);
+                }
+                _ => {}
+            }
+            if !c.is_whitespace() {
+                token_start = matches!(c, ':' | '-' | '[' | '{' | ',') && !single && !double;
+            }
+            prev = c;
+        }
+        None
+    });
+    // Syntax errors are reported by the typed parse, with their place.
+    let tag = match secondary {
+        Some(tag) => tag,
+        None => {
+            let Ok(value) = serde_yaml_ng::from_str::<serde_yaml_ng::Value>(text) else {
+                return Ok(());
+            };
+            let Some(tag) = first_tag(&value) else {
+                return Ok(());
+            };
+            tag
+        }
+    };
+    let name = tag.trim_start_matches('!');
+    let mut loc = Location::file(path);
+    if let Some(line) = text.lines().position(|l| l.contains(&format!("!{name}"))) {
+        loc = loc.line(line + 1);
+    }
+    Err(InputError::new(
+        loc,
+        format!("YAML tags are not allowed in a calendar; found `{tag}`"),
+    )
+    .with_hint("remove the tag: calendars hold plain strings, numbers and lists"))
 }
 
 /// An error from the deserializer, with the field path and, for unknown keys, a suggestion.
@@ -210,6 +278,15 @@ campaigns:
             "campaigns:\n  - name: a\n    accelerator: h100\n    gpus: -4\n    start: 2027-01-01\n    end: 2027-01-02\n",
         );
         assert!(e.message.contains("-4"), "{e}");
+    }
+
+    #[test]
+    fn yaml_tags_are_refused_with_their_line() {
+        let e = err("campaigns:\n  - name: !!python/object:os.system x\n    accelerator: h100\n");
+        assert_eq!(e.location.line, Some(2), "{e}");
+        assert!(e.message.contains("tags are not allowed"), "{e}");
+        let e = err("campaigns:\n  - name: x\n    gpus: !custom 5\n");
+        assert_eq!(e.location.line, Some(3), "{e}");
     }
 
     #[test]
