@@ -492,10 +492,29 @@ fn line_in_entry(lines: &[&str], (begin, end): (usize, usize), field: &str) -> u
 
 /// The line of `field` in the `index`-th campaign entry.
 pub(crate) fn locate_indexed_field(text: &str, index: usize, field: &str) -> Option<usize> {
-    let lines: Vec<&str> = text.lines().collect();
-    entries(&lines)
-        .get(index)
-        .map(|&entry| line_in_entry(&lines, entry, field))
+    Locator::new(text).line(index, field)
+}
+
+/// The campaign entries of a calendar's text, found once: locating a field in each of 10,000
+/// campaigns by scanning the whole text each time was quadratic (minutes).
+pub(crate) struct Locator<'a> {
+    lines: Vec<&'a str>,
+    entries: Vec<(usize, usize)>,
+}
+
+impl<'a> Locator<'a> {
+    pub(crate) fn new(text: &'a str) -> Self {
+        let lines: Vec<&str> = text.lines().collect();
+        let entries = entries(&lines);
+        Locator { lines, entries }
+    }
+
+    /// The 1-based line of `field` in the `index`-th entry.
+    pub(crate) fn line(&self, index: usize, field: &str) -> Option<usize> {
+        self.entries
+            .get(index)
+            .map(|&entry| line_in_entry(&self.lines, entry, field))
+    }
 }
 
 /// "did you mean" for unknown campaign keys.
