@@ -546,7 +546,9 @@ impl Config {
             ));
         }
         self.validate_budget(path)?;
-        if self.planning.horizon.as_hours() <= 0 || self.planning.horizon.as_hours() > 105_120 {
+        if self.planning.horizon.as_hours() <= 0
+            || self.planning.horizon.as_hours() > i64::from(crate::problem::validate::MAX_HOURS)
+        {
             return Err(InputError::new(
                 at("planning.horizon".into()),
                 "horizon must be between 1 hour and 12 years",

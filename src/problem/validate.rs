@@ -11,7 +11,9 @@ use crate::limits::MAX_POOL_GPUS;
 
 use super::{OfferKind, PROBLEM_SCHEMA, Problem, Segment, Starts};
 
-/// The largest horizon: 12 years of hours.
+/// The largest horizon: 12 years of hours. Beyond it the hourly tables (demand, charts, the
+/// solver's timeline) grow past what a plan a person reviews can mean; it is also the config's
+/// bound on `planning.horizon`.
 pub const MAX_HOURS: u32 = 105_120;
 
 /// How far the scenario probabilities may sum from 1.
