@@ -19,7 +19,7 @@ pub fn is_hidden(c: char) -> bool {
         )
 }
 
-/// `s` with every hidden character shown as an escape (`\u{1b}`), so it is visible and inert.
+/// `s` with every hidden character shown as Rust writes it (`\u{1b}`, `\n`), visible and inert.
 pub fn visible(s: &str) -> Cow<'_, str> {
     if !s.chars().any(is_hidden) {
         return Cow::Borrowed(s);
@@ -27,7 +27,7 @@ pub fn visible(s: &str) -> Cow<'_, str> {
     let mut out = String::with_capacity(s.len() + 8);
     for c in s.chars() {
         if is_hidden(c) {
-            out.push_str(&format!("\\u{{{:x}}}", u32::from(c)));
+            out.extend(c.escape_default());
         } else {
             out.push(c);
         }
