@@ -696,6 +696,16 @@ impl Config {
             if let Err(m) = crate::render::text::check_name(&c.id) {
                 return Err(InputError::new(at(format!("capacity[{i}].id")), m));
             }
+            if !(1..=crate::limits::MAX_INSTANCES).contains(&c.instances) {
+                return Err(InputError::new(
+                    at(format!("capacity[{i}].instances")),
+                    format!(
+                        "must be between 1 and {}, found {}",
+                        crate::limits::MAX_INSTANCES,
+                        c.instances
+                    ),
+                ));
+            }
             if Cloud::of_region(&c.region).is_none() {
                 return Err(InputError::new(
                     at(format!("capacity[{i}].region")),
@@ -928,6 +938,33 @@ mod tests {
         }
         let ok = parse("[budget]\ntotal = 0\nmonthly = 1e6\n").unwrap();
         assert_eq!(ok.budget.total, Some(0.0));
+    }
+
+    #[test]
+    fn capacity_counts_and_names_are_checked() {
+        let entry = |instances: &str, id: &str| {
+            format!(
+                "[[capacity]]\nid = \"{id}\"\nkind = \"reservation\"\nregion = \"us-east-1\"\ninstance_type = \"p5.48xlarge\"\ninstances = {instances}\n"
+            )
+        };
+        let err = parse(&entry("0", "cr-1")).unwrap_err();
+        assert_eq!(err.location.field.as_deref(), Some("capacity[0].instances"));
+        let err = parse(&entry("4294967295", "cr-1")).unwrap_err();
+        assert_eq!(err.location.field.as_deref(), Some("capacity[0].instances"));
+        let err = parse(&entry("1", "cr-\\u001b[31m")).unwrap_err();
+        assert_eq!(
+            err.location.field.as_deref(),
+            Some("capacity[0].id"),
+            "{err}"
+        );
+        let twice = entry("1", "cr-1") + &entry("2", "cr-1");
+        let err = parse(&twice).unwrap_err();
+        assert_eq!(
+            err.location.field.as_deref(),
+            Some("capacity[1].id"),
+            "{err}"
+        );
+        parse(&entry("4", "cr-1")).unwrap();
     }
 
     #[test]
