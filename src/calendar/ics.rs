@@ -416,6 +416,20 @@ fn expand(
             )
         }
     };
+    // `COUNT=0` repeats the event no times: the event would vanish without a word.
+    let zero_count = rule.split(';').any(|part| {
+        part.trim()
+            .to_ascii_uppercase()
+            .strip_prefix("COUNT=")
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b == b'0'))
+    });
+    if zero_count {
+        return Err(InputError::new(
+            loc.clone(),
+            format!("the rule `{rule}` has COUNT=0: the event never happens"),
+        )
+        .with_hint("give COUNT a number of occurrences (1 or more), or remove the event"));
+    }
     let mut text = format!("{dtstart}\nRRULE:{rule}");
     for exdate in event.multi_properties().get("EXDATE").into_iter().flatten() {
         for value in exdate.value().split(',') {
@@ -573,6 +587,22 @@ DESCRIPTION:gpus: 4\r\nX-GPUCAP-GPUS:8\r\nX-GPUCAP-ACCELERATOR:NVIDIA A100 80GB\
         assert_eq!(
             c[0].schedule.end() - c[0].schedule.start(),
             Duration::hours(36)
+        );
+    }
+
+    #[test]
+    fn a_rule_with_count_zero_is_an_error_not_a_vanished_event() {
+        let text = cal(
+            "BEGIN:VEVENT\r\nUID:w\r\nSUMMARY:weekly-eval\r\nDTSTART:20270322T090000Z\r\n\
+DTEND:20270322T170000Z\r\nRRULE:FREQ=WEEKLY;COUNT=0\r\n\
+X-GPUCAP-ACCELERATOR:l4\r\nX-GPUCAP-GPUS:2\r\nEND:VEVENT\r\n",
+        );
+        let err = parse(&text, Path::new("c.ics"), until()).unwrap_err();
+        assert!(err.message.contains("COUNT=0"), "{err}");
+        assert_eq!(
+            err.location.field.as_deref(),
+            Some("events[0].RRULE"),
+            "{err}"
         );
     }
 
