@@ -191,7 +191,7 @@ pub fn run(global: &GlobalArgs, args: ApplyArgs) -> anyhow::Result<Outcome> {
         settings.retry_max_delay = Duration::from_millis(ms * 20);
     }
 
-    let backend = crate::state::backend::open(&config.state, &root);
+    let backend = crate::state::backend::open(&config.state, &root)?;
     let quiet = global.quiet;
     let progress = move |line: &str| {
         if !quiet {

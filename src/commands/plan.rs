@@ -213,7 +213,7 @@ fn make_with(
         .map_err(crate::commands::policy::input)?;
 
     // The apply state the plan is made against: `apply` refuses it once another run wrote it.
-    let backend = crate::state::backend::open(&project.config.state, &project.root);
+    let backend = crate::state::backend::open(&project.config.state, &project.root)?;
     let state = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?
