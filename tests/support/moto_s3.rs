@@ -77,7 +77,8 @@ impl MotoS3 {
         format!("http://127.0.0.1:{}", self.port)
     }
 
-    /// Every key in the bucket under `prefix` (moto's ListObjectsV2, unsigned).
+    /// Every key in the bucket under `prefix` (moto's ListObjectsV2, unsigned; reading an
+    /// object needs a signed request, i.e. an S3 client).
     pub fn keys(&self, prefix: &str) -> Vec<String> {
         let (status, body) = self.http(
             "GET",
@@ -90,12 +91,6 @@ impl MotoS3 {
             .filter_map(|s| s.split("</Key>").next())
             .map(str::to_string)
             .collect()
-    }
-
-    /// The object at `key`, if any.
-    pub fn object(&self, key: &str) -> Option<String> {
-        let (status, body) = self.http("GET", &format!("/{}/{key}", self.bucket), "");
-        (status == 200).then_some(body)
     }
 
     fn http(&self, method: &str, path: &str, body: &str) -> (u16, String) {
