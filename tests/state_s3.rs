@@ -114,8 +114,12 @@ impl Project {
     }
 
     fn gpucap(&self, peer: Option<&Ec2Peer>, args: &[&str]) -> Command {
+        self.gpucap_with("gpucap.toml", peer, args)
+    }
+
+    fn gpucap_with(&self, config: &str, peer: Option<&Ec2Peer>, args: &[&str]) -> Command {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_gpucap"));
-        cmd.arg("-c").arg(self.path("gpucap.toml")).args(args);
+        cmd.arg("-c").arg(self.path(config)).args(args);
         cmd.env_remove("GPUCAP_HALT_AFTER_JOURNAL")
             .env_remove("GPUCAP_S3_ENDPOINT")
             .env_remove("AWS_PROFILE")
@@ -319,6 +323,42 @@ fn a_plan_is_applied_with_its_state_in_s3_and_nothing_local() {
             .iter()
             .any(|r| r["step"] == "done" && r["resource_id"] == id),
         "{shown}"
+    );
+
+    // GPUCAP_S3_ENDPOINT overrides the configured endpoint (here one nobody listens on).
+    let config = std::fs::read_to_string(project.path("gpucap.toml")).unwrap();
+    let dead = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap()
+        .port();
+    std::fs::write(
+        project.path("elsewhere.toml"),
+        config.replace(&project.moto.url(), &format!("http://127.0.0.1:{dead}")),
+    )
+    .unwrap();
+    let elsewhere = |env: Option<String>| {
+        let mut cmd = project.gpucap_with(
+            "elsewhere.toml",
+            None,
+            &["state", "list", "--format", "json"],
+        );
+        if let Some(url) = env {
+            cmd.env("GPUCAP_S3_ENDPOINT", url);
+        }
+        cmd.output().unwrap()
+    };
+    let overridden = elsewhere(Some(project.moto.url()));
+    assert!(overridden.status.success(), "{}", text(&overridden.stderr));
+    assert_eq!(
+        serde_json::from_slice::<Value>(&overridden.stdout).unwrap(),
+        listed
+    );
+    let unreachable = elsewhere(None);
+    assert!(!unreachable.status.success());
+    assert!(
+        text(&unreachable.stderr).contains(&format!("s3://gpucap-apply/{KEY}")),
+        "names the object it could not read: {}",
+        text(&unreachable.stderr)
     );
 }
 

@@ -111,13 +111,13 @@ pub enum StateError {
         seq: u64,
         detail: String,
     },
-    /// The object store refused or did not answer.
-    #[error("cannot {op} `{location}`: {source}")]
+    /// The object store refused or did not answer. (The store's error is part of the message,
+    /// not a separate cause: it would be printed twice.)
+    #[error("cannot {op} `{location}`: {error}")]
     Store {
         op: &'static str,
         location: String,
-        #[source]
-        source: gpucap_provider::ObjectError,
+        error: gpucap_provider::ObjectError,
     },
     /// The configured backend is not in this build.
     #[error("the `{backend}` state backend {message}")]

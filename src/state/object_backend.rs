@@ -377,7 +377,7 @@ impl ObjectBackend {
             Err(_) => Err(StateError::Store {
                 op: "write",
                 location: self.io.url(&key),
-                source: ObjectError::PreconditionFailed(ObjectFailure::new(
+                error: ObjectError::PreconditionFailed(ObjectFailure::new(
                     "put",
                     &key,
                     "an audit object with this key exists already, and audit objects are never overwritten",
@@ -440,11 +440,7 @@ async fn fetch_all(
         let (i, result) = joined.map_err(|e| StateError::Store {
             op: "read",
             location: io.url(""),
-            source: ObjectError::Other(ObjectFailure::new(
-                "get",
-                "",
-                format!("a read failed: {e}"),
-            )),
+            error: ObjectError::Other(ObjectFailure::new("get", "", format!("a read failed: {e}"))),
         })?;
         got[i] = Some(result?);
     }

@@ -109,7 +109,7 @@ impl ObjectIo {
         StateError::Store {
             op,
             location: self.url(key),
-            source: e,
+            error: e,
         }
     }
 

@@ -20,7 +20,6 @@ use aws_config::{BehaviorVersion, Region};
 use aws_sdk_s3::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_s3::primitives::ByteStream;
 use aws_smithy_runtime_api::http::Response as HttpResponse;
-use aws_smithy_types::error::display::DisplayErrorContext;
 use gpucap_provider::BoxFuture;
 use gpucap_provider::objects::{Object, ObjectError, ObjectFailure, ObjectStore, PutCondition};
 
@@ -181,17 +180,27 @@ where
             key,
             format!(
                 "the request could not be built, nothing was sent: {}",
-                DisplayErrorContext(&err)
+                causes(&err)
             ),
         )),
         // Timeouts, dispatch (connection) failures and unreadable answers: the request may
         // have reached S3.
-        _ => ObjectError::Transient(ObjectFailure::new(
-            op,
-            key,
-            format!("{}", DisplayErrorContext(&err)),
-        )),
+        _ => ObjectError::Transient(ObjectFailure::new(op, key, causes(&err))),
     }
+}
+
+/// An error and its causes in words, `outer: inner: …` (without the SDK's debug dump).
+fn causes(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut words: Vec<String> = Vec::new();
+    let mut next = Some(err);
+    while let Some(e) = next {
+        let text = e.to_string();
+        if !words.iter().any(|w| w.contains(&text)) {
+            words.push(text);
+        }
+        next = e.source();
+    }
+    words.join(": ")
 }
 
 /// The variant for an S3 answer with this status and code.
@@ -262,7 +271,7 @@ impl ObjectStore for S3Objects {
                 ObjectError::Transient(ObjectFailure::new(
                     "get",
                     key,
-                    format!("reading the body: {}", DisplayErrorContext(&e)),
+                    format!("reading the body: {}", causes(&e)),
                 ))
             })?;
             Ok(Some(Object {
