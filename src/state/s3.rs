@@ -51,3 +51,41 @@ pub fn open(_settings: &StateSettings) -> Result<Box<dyn StateBackend>, StateErr
         message: "needs the `aws` feature, which this gpucap was built without; build it with `cargo build --features aws` (on by default), or use `backend = \"local\"`".to_string(),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::StateBackendKind;
+
+    fn settings() -> StateSettings {
+        StateSettings {
+            backend: StateBackendKind::S3,
+            bucket: Some("acme-state".into()),
+            key: Some("gpucap/prod/state.json".into()),
+            ..StateSettings::default()
+        }
+    }
+
+    /// Opening connects to nothing: the location is known before any request.
+    #[cfg(feature = "aws")]
+    #[test]
+    fn the_s3_backend_is_at_s3_bucket_key() {
+        let backend = open(&settings()).unwrap();
+        assert_eq!(backend.location(), "s3://acme-state/gpucap/prod/state.json");
+        let via_config = super::super::backend::open(&settings(), std::path::Path::new("/repo"));
+        assert_eq!(
+            via_config.unwrap().location(),
+            "s3://acme-state/gpucap/prod/state.json"
+        );
+    }
+
+    #[cfg(not(feature = "aws"))]
+    #[test]
+    fn a_build_without_aws_says_it_lacks_the_s3_backend() {
+        let err = open(&settings()).err().expect("refused").to_string();
+        assert!(
+            err.contains("`s3` state backend") && err.contains("`aws` feature"),
+            "{err}"
+        );
+    }
+}
