@@ -196,7 +196,7 @@ pub fn run(global: &GlobalArgs, args: ApplyArgs) -> anyhow::Result<Outcome> {
         (args.reconcile_wait / 20).clamp(Duration::from_millis(50), Duration::from_secs(5));
     test_hooks(&mut settings);
 
-    let backend = crate::state::backend::open(&config.state, &root);
+    let backend = crate::state::backend::open(&config.state, &root)?;
     let quiet = global.quiet;
     let progress = move |line: &str| {
         if !quiet {
