@@ -8,7 +8,7 @@
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
-#[cfg(feature = "aws")]
+#[cfg(any(feature = "aws", feature = "azure"))]
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -345,16 +345,36 @@ async fn connect(plan: &Plan) -> anyhow::Result<Clouds> {
 
 /// The act providers for the clouds of `places` (cloud, region), as this build has them. AWS
 /// takes its default region from `AWS_REGION`, else the first AWS place; each call names its
-/// own region.
+/// own region. Azure takes `AZURE_SUBSCRIPTION_ID`, `GPUCAP_AZURE_RESOURCE_GROUP` and its
+/// credentials from the environment (`gpucap_azure::act`).
 pub(crate) async fn connect_to<'a>(
     places: impl Iterator<Item = (&'a str, &'a str)>,
 ) -> anyhow::Result<Clouds> {
     #[allow(unused_mut)]
     let mut clouds = Clouds::default();
+    let places: Vec<(&str, &str)> = places.collect();
     let first_aws = places
+        .iter()
         .filter(|(cloud, _)| *cloud == "aws")
         .map(|(_, region)| region.to_string())
         .next();
+    let any_azure = places.iter().any(|(cloud, _)| *cloud == "azure");
+    #[cfg(feature = "azure")]
+    if any_azure {
+        // Subscription, resource group and credentials from the environment; every call names
+        // its own location. Without them, Azure work is left for a person (with this reason),
+        // and the AWS part of the plan still runs.
+        match gpucap_azure::act::AzureCapacity::from_env(None) {
+            Ok(azure) => clouds = clouds.with(gpucap_provider::Cloud::Azure, Arc::new(azure)),
+            Err(e) => eprintln!("warning: cannot act on Azure: {}", e.message),
+        }
+    }
+    #[cfg(not(feature = "azure"))]
+    if any_azure {
+        tracing::warn!(
+            "this gpucap was built without the `azure` feature: Azure actions are left for a person"
+        );
+    }
     #[cfg(feature = "aws")]
     if let Some(first) = first_aws {
         let region = std::env::var("AWS_REGION")

@@ -152,7 +152,8 @@ pub async fn run(r: Run<'_>) -> Result<Summary, ApplyError> {
         let ask = matches!(
             resource.kind,
             ResourceKind::Reservation | ResourceKind::Pool
-        ) && resource.end.is_none_or(|end| end > now);
+        ) && (resource.end.is_none_or(|end| end > now)
+            || select::lives_past_its_end(&resource));
         let cloud = if !ask {
             Lookup::NotAsked
         } else {

@@ -49,6 +49,8 @@ pub const ENDPOINT_ENV: &str = "GPUCAP_AZURE_ENDPOINT_URL";
 /// The resource group gpucap's capacity reservation groups live in.
 pub const RESOURCE_GROUP_ENV: &str = "GPUCAP_AZURE_RESOURCE_GROUP";
 pub const SUBSCRIPTION_ENV: &str = "AZURE_SUBSCRIPTION_ID";
+/// Test hook: the pause between polls, in milliseconds, when ARM gives no `Retry-After`.
+pub const POLL_MS_ENV: &str = "GPUCAP_AZURE_POLL_MS";
 
 /// Where and how [`AzureCapacity`] connects.
 #[derive(Clone)]
@@ -138,6 +140,10 @@ impl AzureCapacityConfig {
         }
         if let Some(url) = var(ENDPOINT_ENV) {
             config = config.with_endpoint(url);
+        }
+        // Test hook: a shorter pause between polls (the local peer answers at once).
+        if let Some(ms) = var(POLL_MS_ENV).and_then(|v| v.parse::<u64>().ok()) {
+            config.poll_interval = Duration::from_millis(ms);
         }
         Ok(config)
     }
