@@ -32,6 +32,9 @@ const NOW: &str = "2026-12-28T00:00:00Z";
 const AFTER: &str = "2027-02-10T00:00:00Z";
 const TOKEN: &str = "peer-bearer-token-5d2e77";
 const REGIONAL: &str = "reserve-h100-azure-azure-eastus-standard-nc40ads-h100-v5-8x-20261228-7d";
+const RELEASE: &str = "release-h100-azure-azure-eastus-standard-nc40ads-h100-v5-8x-20261228-7d";
+/// The planned end of both reservations, and when the plan releases the regional one.
+const RESERVED_UNTIL: &str = "2027-01-04T00:00:00Z";
 const ZONAL: &str = "reserve-h100-azure-azure-eastus-1-standard-nc40ads-h100-v5-4x-20261228-7d";
 
 struct Project {
@@ -128,7 +131,7 @@ dir = ".gpucap"
             a["instances"] = instances.into();
             a["gpus"] = instances.into();
             a["start"] = NOW.into();
-            a["end"] = "2027-01-04T00:00:00Z".into();
+            a["end"] = RESERVED_UNTIL.into();
             a["start_hour"] = 0.into();
             a["end_hour"] = 168.into();
             a["due"] = NOW.into();
@@ -137,19 +140,31 @@ dir = ".gpucap"
             a["campaigns"] = json!([]);
             a
         };
+        // The regional one is released at its end by the plan itself.
+        let mut release = reserve(RELEASE, Value::Null, 8);
+        release["kind"] = "release".into();
+        release["start"] = RESERVED_UNTIL.into();
+        release["due"] = RESERVED_UNTIL.into();
+        release["start_hour"] = 168.into();
+        release["cost"] = 0.0.into();
         let actions = plan["actions"].as_array_mut().unwrap();
         actions.push(reserve(REGIONAL, Value::Null, 8));
         actions.push(reserve(ZONAL, "1".into(), 4));
+        actions.push(release);
         std::fs::write(&out, serde_json::to_vec_pretty(&plan).unwrap()).unwrap();
     }
 
     fn apply(&self, peer: &AzurePeer, extra: &[&str]) -> Output {
+        self.apply_at(peer, NOW, extra)
+    }
+
+    fn apply_at(&self, peer: &AzurePeer, now: &str, extra: &[&str]) -> Output {
         let plan = self.path("plan.json");
         let mut args = vec![
             "apply",
             plan.to_str().unwrap(),
             "--now",
-            NOW,
+            now,
             "--auto-approve",
             "--window",
             "30d",
@@ -248,6 +263,41 @@ fn a_plan_with_azure_reservations_is_applied_once_and_a_rerun_has_nothing_to_do(
         assert!(!body.contains(TOKEN), "{file} holds the bearer token");
     }
     assert!(!out.contains(TOKEN) && !err.contains(TOKEN));
+}
+
+#[test]
+fn a_dry_run_changes_nothing_and_the_plans_release_deletes_the_reservation_at_its_time() {
+    let project = Project::new();
+    let peer = AzurePeer::start(&json!({}));
+    let dry = project.apply(&peer, &["--dry-run"]);
+    let out = text(&dry.stdout);
+    assert!(dry.status.success(), "{out}\n{}", text(&dry.stderr));
+    assert!(out.contains("Would do (2)"), "{out}");
+    assert_eq!(peer.calls("PUT reservation"), 0);
+    assert_eq!(peer.calls("PUT group"), 0);
+    assert!(!project.path(".gpucap/state.json").exists());
+
+    let run = project.apply(&peer, &[]);
+    assert!(run.status.success(), "{}", text(&run.stderr));
+    assert_created_once(&peer, "apply");
+
+    // At the planned end the plan's release deletes the regional reservation (Azure's do not
+    // end by themselves); the zonal one has no release in the plan and stays.
+    let at_end = project.apply_at(&peer, "2027-01-04T01:00:00Z", &[]);
+    let out = text(&at_end.stdout);
+    assert!(at_end.status.success(), "{out}\n{}", text(&at_end.stderr));
+    assert!(out.contains(RELEASE), "{out}");
+    assert_eq!(peer.calls("DELETE reservation"), 1);
+    let left = peer.reservations();
+    assert_eq!(left.len(), 1, "{left:?}");
+    assert_eq!(left[0]["zones"], json!(["1"]));
+    let released: Vec<Value> = project
+        .reservations_in_state()
+        .into_iter()
+        .filter(|r| r["status"] == "released")
+        .collect();
+    assert_eq!(released.len(), 1);
+    assert_eq!(released[0]["action"], REGIONAL);
 }
 
 /// Runs apply until it halts after journal record `n` (or finishes first), kills it with

@@ -309,3 +309,41 @@ fn client_credentials_get_one_token_and_blocks_and_pools_are_refused() {
         .unwrap_err();
     assert!(e.message.contains("scale sets"), "{e}");
 }
+
+#[test]
+fn a_federated_token_is_exchanged_and_a_refused_one_is_an_auth_error() {
+    let peer = AzurePeer::start(&json!({}));
+    let file = std::env::temp_dir().join(format!("gpucap-oidc-{}.jwt", std::process::id()));
+    std::fs::write(&file, "header.payload.signature\n").unwrap();
+    let az = provider(
+        &peer,
+        Credential::Federated {
+            tenant: "tenant-1".into(),
+            client_id: "client-1".into(),
+            token_file: file.clone(),
+        },
+    );
+    let rt = runtime();
+    rt.block_on(az.create_reservation(&request(None, 1), &id("reserve-f"), false))
+        .unwrap();
+    assert_eq!(peer.record()["tokens"], 1);
+    std::fs::remove_file(&file).ok();
+
+    // Entra ID refusing the grant: an auth error that names no secret, and nothing sent.
+    peer.set_faults(&json!({ "rules": [{ "fault": "status", "op": "token", "status": 401, "code": "invalid_client" }] }));
+    let refused = provider(
+        &peer,
+        Credential::ClientSecret {
+            tenant: "tenant-1".into(),
+            client_id: "client-1".into(),
+            secret: "peer-client-secret-9c1".into(),
+        },
+    );
+    let before = peer.calls("PUT reservation");
+    let e = rt
+        .block_on(refused.create_reservation(&request(None, 1), &id("reserve-r"), false))
+        .unwrap_err();
+    assert_eq!(e.kind, ActErrorKind::Auth, "{e}");
+    assert!(!e.to_string().contains("peer-client-secret"), "{e}");
+    assert_eq!(peer.calls("PUT reservation"), before);
+}

@@ -170,7 +170,10 @@ impl AzureCapacity {
         body: Option<&Value>,
         mutating: bool,
     ) -> ActResult<Reply> {
-        if !url.starts_with(&self.config.endpoint) {
+        let ours = url
+            .strip_prefix(self.config.endpoint.as_str())
+            .is_some_and(|rest| rest.starts_with('/') || rest.starts_with('?'));
+        if !ours {
             // The bearer token goes to ARM only, never to a host an answer named.
             return Err(refuse(
                 api,

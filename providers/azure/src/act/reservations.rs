@@ -1,6 +1,6 @@
-//! Capacity reservations: create (group PUT, then a reservation PUT by name followed to its
-//! end), resize (PATCH `sku.capacity`), delete, and find (GET by name, list by tag). Capacity
-//! blocks and pools answer with a clear error.
+//! Capacity reservations: create (the group made if absent, then a reservation PUT by name
+//! followed to its end), resize (PATCH `sku.capacity`), delete, and find (GET by name, list by
+//! tag). Capacity blocks and pools answer with a clear error.
 
 use chrono::{DateTime, Utc};
 use gpucap_provider::BoxFuture;
@@ -17,6 +17,7 @@ use super::arm::refuse;
 use super::names;
 
 const PUT_GROUP: &str = "capacityReservationGroups.createOrUpdate";
+const GET_GROUP: &str = "capacityReservationGroups.get";
 const GET: &str = "capacityReservations.get";
 const LIST: &str = "capacityReservations.listByCapacityReservationGroup";
 const LIST_GROUPS: &str = "capacityReservationGroups.listByResourceGroup";
@@ -170,21 +171,8 @@ impl AzureCapacity {
             // Failed (allocation), or asked with other parameters: the PUT below retries it.
         }
 
-        let mut group_body = json!({
-            "location": location,
-            "tags": { names::tag_key(tag::MANAGED_BY): tag::MANAGED_BY_VALUE },
-        });
-        if let Some(z) = &zone {
-            group_body["zones"] = json!([z]);
-        }
-        self.send(
-            PUT_GROUP,
-            Method::PUT,
-            &self.url(&self.group_path(&group), ""),
-            Some(&group_body),
-            true,
-        )
-        .await?;
+        self.ensure_group(&group, &location, zone.as_deref())
+            .await?;
 
         let mut body = json!({
             "location": location,
@@ -219,6 +207,40 @@ impl AzureCapacity {
             )
         })?;
         Ok(self.done(&location, &doc, accepted.request_id))
+    }
+
+    /// Makes the group if it is not there. An existing one is left as it is (a PUT would
+    /// replace its tags).
+    async fn ensure_group(&self, group: &str, location: &str, zone: Option<&str>) -> ActResult<()> {
+        let url = self.url(&self.group_path(group), "");
+        match self.send(GET_GROUP, Method::GET, &url, None, false).await {
+            Ok(found) => {
+                let there = found.body["location"].as_str().map(names::location);
+                if there.as_deref() != Some(location) {
+                    return Err(refuse(
+                        PUT_GROUP,
+                        ActErrorKind::Other,
+                        format!(
+                            "capacity reservation group {group} exists in {} instead of {location}",
+                            there.unwrap_or_default()
+                        ),
+                    ));
+                }
+                return Ok(());
+            }
+            Err(e) if e.kind == ActErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+        let mut body = json!({
+            "location": location,
+            "tags": { names::tag_key(tag::MANAGED_BY): tag::MANAGED_BY_VALUE },
+        });
+        if let Some(z) = zone {
+            body["zones"] = json!([z]);
+        }
+        self.send(PUT_GROUP, Method::PUT, &url, Some(&body), true)
+            .await?;
+        Ok(())
     }
 
     /// The reservation `id` and its document, if gpucap may change it.
