@@ -54,7 +54,8 @@ impl Project {
         .unwrap();
         std::fs::write(
             dir.path().join("gpucap.toml"),
-            r#"[planning]
+            format!(
+                r#"[planning]
 horizon = "8w"
 
 [inputs]
@@ -74,7 +75,11 @@ offline = true
 [state]
 backend = "local"
 dir = ".gpucap"
-"#,
+
+[apply]
+azure_resource_group = "{RESOURCE_GROUP}"
+"#
+            ),
         )
         .unwrap();
         let project = Project { dir };
@@ -100,7 +105,9 @@ dir = ".gpucap"
             cmd.env_remove(k);
         }
         cmd.env("AZURE_SUBSCRIPTION_ID", SUBSCRIPTION)
-            .env("GPUCAP_AZURE_RESOURCE_GROUP", RESOURCE_GROUP)
+            // The resource group comes from `apply.azure_resource_group`; the variable would
+            // send gpucap elsewhere.
+            .env("GPUCAP_AZURE_RESOURCE_GROUP", "not-this-group")
             .env("AZURE_ACCESS_TOKEN", TOKEN)
             .env("GPUCAP_AZURE_ENDPOINT_URL", peer.url())
             .env("GPUCAP_AZURE_POLL_MS", "20")
