@@ -46,7 +46,9 @@ Control API (JSON, not part of ARM):
                        "created": {name: n}  (how often a reservation of that name came
                        into existence), "puts": {name: n}, "deleted": {name: n},
                        "tokens": n (token grants), "reservations": [...] (as GET shows them)}
-  POST /_peer/config   {"lro_polls": 2, "retry_after": 0}
+  POST /_peer/config   {"lro_polls": 2, "retry_after": 0, "resource_groups": null | [names]}
+                       (with a list, ARM calls in any other resource group answer 404
+                       ResourceGroupNotFound)
   POST /_peer/faults   {"seed": 7, "rules": [RULE, ...]} replaces the rules
   POST /_peer/reset    forgets every resource, the record and the faults
   POST /_peer/usage    {"<reservation name>": N}: N VMs are associated with (and allocated
@@ -126,6 +128,7 @@ class Peer:
         self.lock = threading.Lock()
         self.lro_polls = 2
         self.retry_after = 0
+        self.resource_groups = None  # None: every resource group exists
         self.reset_locked()
 
     def reset_locked(self):
@@ -153,6 +156,9 @@ class Peer:
         with self.lock:
             self.lro_polls = int(cfg.get("lro_polls", self.lro_polls))
             self.retry_after = int(cfg.get("retry_after", self.retry_after))
+            if "resource_groups" in cfg:
+                rgs = cfg["resource_groups"]
+                self.resource_groups = None if rgs is None else [g.lower() for g in rgs]
 
     def set_faults(self, cfg):
         with self.lock:
@@ -506,6 +512,8 @@ class Handler(BaseHTTPRequestHandler):
                 return self.operation(op, m)
             sub, rg = m.group("sub"), m.group("rg")
             group = m.group("group")
+            if p.resource_groups is not None and rg.lower() not in p.resource_groups:
+                raise ArmError(404, "ResourceGroupNotFound", "Resource group '%s' could not be found." % rg)
             if op == "LIST groups":
                 items = [p.group_view(g) for (grg, _), g in sorted(p.groups.items()) if grg == rg.lower()]
                 return 200, {"value": items}, {}

@@ -347,3 +347,36 @@ fn a_federated_token_is_exchanged_and_a_refused_one_is_an_auth_error() {
     assert!(!e.to_string().contains("peer-client-secret"), "{e}");
     assert_eq!(peer.calls("PUT reservation"), before);
 }
+
+#[test]
+fn a_dry_run_sends_nothing_that_changes_and_names_a_missing_resource_group() {
+    let peer = AzurePeer::start(&json!({ "resource_groups": [RESOURCE_GROUP] }));
+    let rt = runtime();
+    let e = rt
+        .block_on(azure(&peer).create_reservation(&request(None, 2), &id("reserve-y"), true))
+        .unwrap_err();
+    assert_eq!(e.kind, ActErrorKind::DryRunOk, "{e}");
+    let mut config = AzureCapacityConfig::new(
+        SUBSCRIPTION,
+        "no-such-group",
+        Credential::AccessToken("t".into()),
+    )
+    .with_endpoint(peer.url());
+    config.poll_interval = Duration::from_millis(10);
+    let elsewhere = AzureCapacity::new(config).unwrap();
+    let e = rt
+        .block_on(elsewhere.create_reservation(&request(None, 2), &id("reserve-y"), true))
+        .unwrap_err();
+    assert_eq!(e.kind, ActErrorKind::Other, "{e}");
+    assert_eq!(e.code.as_deref(), Some("ResourceGroupNotFound"));
+    assert!(e.message.contains("no-such-group"), "{e}");
+    let record = peer.record();
+    for op in [
+        "PUT group",
+        "PUT reservation",
+        "PATCH reservation",
+        "DELETE reservation",
+    ] {
+        assert_eq!(record["calls"][op].as_u64().unwrap_or(0), 0, "{op}");
+    }
+}

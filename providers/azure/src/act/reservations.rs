@@ -33,6 +33,16 @@ impl AzureCapacity {
         )
     }
 
+    fn groups_url(&self) -> String {
+        self.url(
+            &format!(
+                "/subscriptions/{}/resourceGroups/{}/providers/Microsoft.Compute/capacityReservationGroups",
+                self.config.subscription_id, self.config.resource_group
+            ),
+            "",
+        )
+    }
+
     fn reservation_path(&self, group: &str, name: &str) -> String {
         format!("{}/capacityReservations/{name}", self.group_path(group))
     }
@@ -127,18 +137,20 @@ impl AzureCapacity {
             ));
         }
         if dry_run {
-            // ARM has no dry run: a read proves the credentials and the resource group.
-            self.list(
-                LIST_GROUPS,
-                self.url(
-                    &format!(
-                        "/subscriptions/{}/resourceGroups/{}/providers/Microsoft.Compute/capacityReservationGroups",
-                        self.config.subscription_id, self.config.resource_group
-                    ),
-                    "",
-                ),
-            )
-            .await?;
+            // ARM has no dry run: a read proves the credentials and the resource group (ARM
+            // answers 404 `ResourceGroupNotFound` for a missing one).
+            self.send(LIST_GROUPS, Method::GET, &self.groups_url(), None, false)
+                .await
+                .map_err(|mut e| {
+                    if e.kind == ActErrorKind::NotFound {
+                        e.kind = ActErrorKind::Other;
+                        e.message = format!(
+                            "resource group {} in subscription {}: {}",
+                            self.config.resource_group, self.config.subscription_id, e.message
+                        );
+                    }
+                    e
+                })?;
             return Err(refuse(
                 PUT,
                 ActErrorKind::DryRunOk,
@@ -374,18 +386,7 @@ impl AzureCapacity {
             return Ok(Vec::new());
         }
         let location = names::location(region);
-        let groups = self
-            .list(
-                LIST_GROUPS,
-                self.url(
-                    &format!(
-                        "/subscriptions/{}/resourceGroups/{}/providers/Microsoft.Compute/capacityReservationGroups",
-                        self.config.subscription_id, self.config.resource_group
-                    ),
-                    "",
-                ),
-            )
-            .await?;
+        let groups = self.list(LIST_GROUPS, self.groups_url()).await?;
         let key = names::tag_key(key);
         let mut out = Vec::new();
         for g in groups {
