@@ -449,13 +449,15 @@ fn killed_while_a_put_is_under_way_then_rerun_creates_it_once() {
 }
 
 #[test]
-fn a_lost_answer_is_found_by_name_and_throttling_is_waited_out() {
+fn a_lost_answer_is_found_by_name_and_throttling_resets_and_5xx_are_retried() {
     let project = Project::new();
     let peer = AzurePeer::start(&json!({}));
     peer.set_faults(&json!({ "seed": 3, "rules": [
         { "fault": "drop_response", "op": "PUT reservation", "calls": [1] },
         { "fault": "throttle", "op": "PUT group", "calls": [2], "retry_after": 1 },
-        { "fault": "status", "op": "GET operation", "calls": [1], "status": 503 }
+        { "fault": "status", "op": "GET operation", "calls": [1], "status": 503 },
+        { "fault": "reset", "op": "GET reservation", "calls": [1] },
+        { "fault": "reset", "op": "PUT reservation", "calls": [2] }
     ] }));
     let run = project.apply(&peer, &[]);
     assert!(
@@ -467,8 +469,10 @@ fn a_lost_answer_is_found_by_name_and_throttling_is_waited_out() {
     assert_created_once(&peer, "faults");
     assert_eq!(peer.record()["fault_counts"]["drop_response"], 1);
     assert_eq!(peer.record()["fault_counts"]["throttle"], 1);
-    // The lost PUT was not sent again: its reservation was found by its name.
-    assert_eq!(peer.calls("PUT reservation"), 2);
+    assert_eq!(peer.record()["fault_counts"]["reset"], 2);
+    // The lost PUT was not sent again (its reservation was found by its name); the reset one
+    // did nothing and was sent again: three PUTs for two reservations.
+    assert_eq!(peer.calls("PUT reservation"), 3);
 }
 
 #[test]
