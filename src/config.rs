@@ -96,6 +96,10 @@ pub struct ApplySettings {
     /// run actions are reported as needing these settings.
     #[serde(default)]
     pub pools: BTreeMap<String, LaunchSettings>,
+    /// The Azure resource group gpucap's capacity reservation groups live in. Default: the
+    /// `GPUCAP_AZURE_RESOURCE_GROUP` environment variable.
+    #[serde(default)]
+    pub azure_resource_group: Option<String>,
 }
 
 /// How a pool's instances launch on AWS.

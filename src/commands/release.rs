@@ -99,6 +99,7 @@ pub fn run(global: &GlobalArgs, args: ReleaseArgs) -> anyhow::Result<Outcome> {
             .resources
             .iter()
             .map(|r| (r.cloud.as_str(), r.region.as_str())),
+        &project.config.apply,
     ))?;
 
     let budget = crate::policy::budget_data(&project.config.budget);

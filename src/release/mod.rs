@@ -167,7 +167,8 @@ async fn run_locked(r: &Run<'_>, guard: Option<&LockGuard>) -> Result<Summary, A
         let ask = matches!(
             resource.kind,
             ResourceKind::Reservation | ResourceKind::Pool
-        ) && resource.end.is_none_or(|end| end > now);
+        ) && (resource.end.is_none_or(|end| end > now)
+            || select::lives_past_its_end(&resource));
         let cloud = if !ask {
             Lookup::NotAsked
         } else {
