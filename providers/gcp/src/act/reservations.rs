@@ -5,7 +5,7 @@
 use chrono::{DateTime, SecondsFormat, Utc};
 use google_cloud_compute_v1::model::{
     AllocationSpecificSKUAllocationReservedInstanceProperties, AllocationSpecificSKUReservation,
-    Reservation, ReservationsResizeRequest, reservation,
+    Reservation, ReservationsResizeRequest, operation, reservation,
 };
 use gpucap_provider::BoxFuture;
 use gpucap_provider::capacity::{
@@ -24,6 +24,8 @@ const LIST: &str = "reservations.list";
 const AGGREGATED: &str = "reservations.aggregatedList";
 const RESIZE: &str = "reservations.resize";
 const DELETE: &str = "reservations.delete";
+/// How many failed inserts a requestId chain skips (see `create`).
+const MAX_CHAIN: u32 = 8;
 
 fn busy(r: &Reservation) -> bool {
     matches!(
@@ -164,27 +166,43 @@ impl GcpCapacity {
             // It ends by itself at the planned end, like an EC2 reservation's end date.
             body.delete_at_time = Some(request.end.to_rfc3339_opts(SecondsFormat::Secs, true));
         }
-        let request_id = names::request_id(INSERT, token);
-        let sent = self
-            .reservations
-            .insert()
-            .set_project(&self.config.project)
-            .set_zone(zone)
-            .set_request_id(&request_id)
-            .set_body(body)
-            .send()
-            .await;
-        let op = match sent {
-            Ok(op) => op,
-            Err(e) => {
-                let e = classify(INSERT, &e, true);
-                if e.code.as_deref() == Some("alreadyExists")
-                    || e.code.as_deref() == Some("conflict")
-                {
-                    return self.after_conflict(zone, &name, request.instances, e).await;
+        // The requestId is derived from the client token (plan and action). Compute Engine
+        // answers a repeat of a completed request with its Operation: a failed insert (an
+        // exhausted zone) would be failed again for as long as it remembers the id. An insert
+        // that failed made nothing, so after one the id is chained on deterministically
+        // (the token and the failed Operation's name) and the insert is asked again.
+        let mut request_id = names::request_id(INSERT, token);
+        let mut links = 0;
+        let op = loop {
+            let sent = self
+                .reservations
+                .insert()
+                .set_project(&self.config.project)
+                .set_zone(zone)
+                .set_request_id(&request_id)
+                .set_body(body.clone())
+                .send()
+                .await;
+            let op = match sent {
+                Ok(op) => op,
+                Err(e) => {
+                    let e = classify(INSERT, &e, true);
+                    if matches!(e.code.as_deref(), Some("alreadyExists" | "conflict")) {
+                        return self.after_conflict(zone, &name, request.instances, e).await;
+                    }
+                    return Err(e);
                 }
-                return Err(e);
+            };
+            let replayed_failure = matches!(op.status, Some(operation::Status::Done))
+                && op.error.as_ref().is_some_and(|e| !e.errors.is_empty())
+                && op.client_operation_id.as_deref() == Some(request_id.as_str());
+            if !replayed_failure || links >= MAX_CHAIN {
+                break op;
             }
+            links += 1;
+            let failed = op.name.clone().unwrap_or_default();
+            tracing::debug!(operation = %failed, "the requestId answered with a failed insert; asking again under a chained one");
+            request_id = names::request_id(INSERT, &format!("{token}:after:{failed}"));
         };
         let op_name = op.name.clone();
         match self.wait_for(INSERT, zone, op).await {
