@@ -399,3 +399,25 @@ fn dry_runs_read_and_blocks_pools_and_zoneless_requests_are_refused() {
     assert!(e.message.contains("calendar mode"), "{e}");
     assert_eq!(peer.calls("insert"), 0);
 }
+
+#[test]
+fn made_again_and_deleted_again_inside_the_request_id_window() {
+    // The peer, like Compute Engine, answers a repeated requestId with the first Operation:
+    // the second insert and the second delete of the same name must still happen.
+    let peer = GcePeer::start(&json!({}));
+    let rt = runtime();
+    let g = gcp(&rt, &peer);
+    let ident = id("reserve-j");
+    let name = name_of("reserve-j");
+    for round in 1..=2 {
+        let made = rt
+            .block_on(g.create_reservation(&request(1), &ident, false))
+            .unwrap();
+        assert_eq!(peer.created()[&name], round);
+        rt.block_on(g.cancel_reservation("us-central1", &made.resource.id, false))
+            .unwrap();
+        assert_eq!(peer.counts("deleted")[&name], round);
+    }
+    assert!(peer.reservations().is_empty());
+    assert_eq!(peer.record()["deduped"], 2, "{}", peer.record());
+}

@@ -108,11 +108,20 @@ fn setup(message: String) -> ActError {
 }
 
 /// The GCP implementation of `CapacityBlocks`, `Reservations`, `Pools` and `Describe`.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct GcpCapacity {
     config: GcpCapacityConfig,
     reservations: ReservationsClient,
     operations: ZoneOperations,
+}
+
+impl std::fmt::Debug for GcpCapacity {
+    // By hand, so that nothing credential-shaped can ever reach a log line.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GcpCapacity")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
 }
 
 impl GcpCapacity {

@@ -173,7 +173,7 @@ impl GcpCapacity {
         // (the token and the failed Operation's name) and the insert is asked again.
         let mut request_id = names::request_id(INSERT, token);
         let mut links = 0;
-        let op = loop {
+        loop {
             let sent = self
                 .reservations
                 .insert()
@@ -193,38 +193,47 @@ impl GcpCapacity {
                     return Err(e);
                 }
             };
-            let replayed_failure = matches!(op.status, Some(operation::Status::Done))
-                && op.error.as_ref().is_some_and(|e| !e.errors.is_empty())
+            // An Operation already DONE when the insert answers is the answer to an earlier
+            // request with this id (Compute Engine's dedupe).
+            let replayed = matches!(op.status, Some(operation::Status::Done))
                 && op.client_operation_id.as_deref() == Some(request_id.as_str());
-            if !replayed_failure || links >= MAX_CHAIN {
-                break op;
+            let failed = op.error.as_ref().is_some_and(|e| !e.errors.is_empty());
+            let op_name = op.name.clone();
+            let chain = |links: &mut u32| {
+                *links += 1;
+                let old = op_name.clone().unwrap_or_default();
+                tracing::debug!(operation = %old, "the requestId answered with an earlier insert; asking again under a chained one");
+                names::request_id(INSERT, &format!("{token}:after:{old}"))
+            };
+            if replayed && failed && links < MAX_CHAIN {
+                request_id = chain(&mut links);
+                continue;
             }
-            links += 1;
-            let failed = op.name.clone().unwrap_or_default();
-            tracing::debug!(operation = %failed, "the requestId answered with a failed insert; asking again under a chained one");
-            request_id = names::request_id(INSERT, &format!("{token}:after:{failed}"));
-        };
-        let op_name = op.name.clone();
-        match self.wait_for(INSERT, zone, op).await {
-            Ok(_) => {}
-            Err(e)
-                if matches!(
-                    e.code.as_deref(),
-                    Some("alreadyExists" | "RESOURCE_ALREADY_EXISTS")
-                ) =>
-            {
-                return self.after_conflict(zone, &name, request.instances, e).await;
+            match self.wait_for(INSERT, zone, op).await {
+                Ok(_) => {}
+                Err(e)
+                    if matches!(
+                        e.code.as_deref(),
+                        Some("alreadyExists" | "RESOURCE_ALREADY_EXISTS")
+                    ) =>
+                {
+                    return self.after_conflict(zone, &name, request.instances, e).await;
+                }
+                Err(e) => return Err(e),
             }
-            Err(e) => return Err(e),
+            match self.settled(zone, &name).await? {
+                Some(r) => return Ok(Self::done(zone, &r, op_name)),
+                // The earlier insert this id answers for made a reservation since deleted.
+                None if replayed && links < MAX_CHAIN => request_id = chain(&mut links),
+                None => {
+                    return Err(refuse(
+                        GET,
+                        ActErrorKind::Unknown,
+                        format!("reservation {zone}/{name} was inserted but cannot be read back"),
+                    ));
+                }
+            }
         }
-        let r = self.settled(zone, &name).await?.ok_or_else(|| {
-            refuse(
-                GET,
-                ActErrorKind::Unknown,
-                format!("reservation {zone}/{name} was inserted but cannot be read back"),
-            )
-        })?;
-        Ok(Self::done(zone, &r, op_name))
     }
 
     /// A 409 on insert: the name is taken. If gpucap made it, what was asked is done.
@@ -436,6 +445,25 @@ impl GcpCapacity {
             Ok(_) => {}
             Err(e) if e.kind == ActErrorKind::NotFound => {}
             Err(e) => return Err(e),
+        }
+        // The id answers for one delete of this name; a reservation of the same name made
+        // again since (inside the dedupe window) would still be there: ask once more.
+        if self.settled(&zone, &name).await?.is_some() {
+            let fresh = names::request_id(
+                DELETE,
+                &format!("{}:{}", names::id_of(&zone, &name), uuid::Uuid::new_v4()),
+            );
+            let op = self
+                .reservations
+                .delete()
+                .set_project(&self.config.project)
+                .set_zone(&zone)
+                .set_reservation(&name)
+                .set_request_id(&fresh)
+                .send()
+                .await
+                .map_err(|e| classify(DELETE, &e, true))?;
+            self.wait_for(DELETE, &zone, op).await?;
         }
         let mut done = Self::done(&zone, &r, op_name);
         done.resource.state = "cancelled".into();
