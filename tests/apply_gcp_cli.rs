@@ -13,8 +13,8 @@
 //! `apply` accepts it.
 //!
 //! - the plan is applied: two reservations, each inserted once, a re-run has nothing to do;
-//! - killed (SIGKILL) after every journal record, then force-unlocked and re-run: each
-//!   reservation is inserted exactly once;
+//! - killed (SIGKILL) after every journal record, and in the middle of an insert, then
+//!   force-unlocked and re-run: each reservation is inserted (created) exactly once;
 //! - an answer lost after Compute Engine acted: found by name, not inserted again; rate limits,
 //!   resets and 5xx retried;
 //! - `gpucap release` deletes an idle reservation no campaign needs, after two looks; keeps
@@ -409,6 +409,56 @@ fn killed_at_every_journal_boundary_then_rerun_creates_each_reservation_exactly_
         "{records} kill points checked in {:.1} s",
         started.elapsed().as_secs_f64()
     );
+}
+
+#[test]
+fn killed_while_an_insert_is_under_way_then_rerun_inserts_it_once() {
+    let project = Project::new();
+    let peer = GcePeer::start(&json!({}));
+    // The first insert takes 2 s to act; the run is killed while it waits.
+    peer.set_faults(&json!({ "seed": 1, "rules": [
+        { "fault": "latency", "op": "insert", "calls": [1], "seconds": 2 }
+    ] }));
+    let plan = project.path("plan.json");
+    let mut child = project
+        .gpucap(
+            &peer,
+            &[
+                "apply",
+                plan.to_str().unwrap(),
+                "--now",
+                NOW,
+                "--window",
+                "30d",
+                "--auto-approve",
+            ],
+        )
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while peer.calls("insert") == 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    let _ = child.kill();
+    let _ = child.wait();
+    peer.set_faults(&json!({ "seed": 1, "rules": [] }));
+    force_unlock(&project, &peer);
+    let rerun = project.apply(&peer, &["--reconcile-wait", "3s"]);
+    assert!(
+        rerun.status.success(),
+        "{}\n{}",
+        text(&rerun.stdout),
+        text(&rerun.stderr)
+    );
+    // Give the delayed insert time to land, then count.
+    std::thread::sleep(Duration::from_millis(2500));
+    let created = peer.created();
+    assert_eq!(created.len(), 2, "{created:?}");
+    assert!(created.values().all(|n| *n == 1), "{created:?}");
+    assert_eq!(project.reservations_in_state().len(), 2);
 }
 
 #[test]
