@@ -1378,10 +1378,10 @@ fn dry_run_outcome(result: ActResult, detail: String, cost: f64) -> Outcome {
 pub fn explain(e: &ActError) -> String {
     match e.kind {
         ActErrorKind::Quota => format!(
-            "{e}; ask for a higher quota (AWS Service Quotas, Azure Quotas: the limit named above) or lower the plan's on-demand limits"
+            "{e}; ask for a higher quota (AWS Service Quotas, Azure Quotas, GCP IAM & Admin > Quotas: the limit named above) or lower the plan's on-demand limits"
         ),
         ActErrorKind::Auth => format!(
-            "{e}; the credentials in use may not make this call (see the IAM policy and the Azure permissions in the README)"
+            "{e}; the credentials in use may not make this call (see the IAM policy and the Azure and GCP permissions in the README)"
         ),
         ActErrorKind::IdempotencyConflict => format!(
             "{e}; a call with this client token was made with other parameters: the plan changed under the same action id"
