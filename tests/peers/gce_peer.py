@@ -62,6 +62,9 @@ State faults (on insert, resize to more):
   "quota"          the Operation ends DONE with error QUOTA_EXCEEDED, httpErrorStatusCode 403
   "op_rate"        the Operation ends DONE with error RESOURCE_OPERATION_RATE_EXCEEDED
 
+With GCE_PEER_REQUIRE_AUTH set in its environment, a request without `Authorization` is 401
+(the tests run with anonymous credentials, which send none).
+
 Usage: gce_peer.py [--port 0] [--exit-on-stdin-eof]. Binds 127.0.0.1, prints the port as the
 first line of stdout. Python 3 standard library only.
 """
