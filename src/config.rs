@@ -100,6 +100,10 @@ pub struct ApplySettings {
     /// `GPUCAP_AZURE_RESOURCE_GROUP` environment variable.
     #[serde(default)]
     pub azure_resource_group: Option<String>,
+    /// The GCP project gpucap's reservations live in. Default: the `GPUCAP_GCP_PROJECT`
+    /// environment variable, else `GOOGLE_CLOUD_PROJECT`.
+    #[serde(default)]
+    pub gcp_project: Option<String>,
 }
 
 /// How a pool's instances launch on AWS.

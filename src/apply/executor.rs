@@ -13,7 +13,9 @@
 //!   checked again, and a new intent made. Reservations carry a client token derived from the
 //!   plan and the action, so repeating them is safe: AWS dedupes the token; on Azure the
 //!   token names the reservation, and the provider looks that name up (GET) before every
-//!   PUT, so an attempt after an unknown outcome finds what the lost one made.
+//!   PUT, so an attempt after an unknown outcome finds what the lost one made. On GCP the
+//!   token names the reservation too and is the insert's `requestId` (as a UUID v5); the name
+//!   is looked up before every insert, and a 409 `alreadyExists` is resolved by name.
 //! - **Retries only where safe.** Quotes, lookups, tokenised creates, pool changes and
 //!   cancels are retried on throttling and server errors with backon (exponential backoff with
 //!   jitter). Insufficient capacity is remembered ([`IceCache`]) and never retried blindly.
@@ -1272,6 +1274,8 @@ fn reservation_api(cloud: &str, cancel: bool) -> &'static str {
     match (cloud, cancel) {
         ("azure", false) => "azure:capacityReservations.createOrUpdate",
         ("azure", true) => "azure:capacityReservations.delete",
+        ("gcp", false) => "gcp:reservations.insert",
+        ("gcp", true) => "gcp:reservations.delete",
         (_, false) => "ec2:CreateCapacityReservation",
         (_, true) => "ec2:CancelCapacityReservation",
     }
@@ -1374,10 +1378,10 @@ fn dry_run_outcome(result: ActResult, detail: String, cost: f64) -> Outcome {
 pub fn explain(e: &ActError) -> String {
     match e.kind {
         ActErrorKind::Quota => format!(
-            "{e}; ask for a higher quota (AWS Service Quotas, Azure Quotas: the limit named above) or lower the plan's on-demand limits"
+            "{e}; ask for a higher quota (AWS Service Quotas, Azure Quotas, GCP IAM & Admin > Quotas: the limit named above) or lower the plan's on-demand limits"
         ),
         ActErrorKind::Auth => format!(
-            "{e}; the credentials in use may not make this call (see the IAM policy and the Azure permissions in the README)"
+            "{e}; the credentials in use may not make this call (see the IAM policy and the Azure and GCP permissions in the README)"
         ),
         ActErrorKind::IdempotencyConflict => format!(
             "{e}; a call with this client token was made with other parameters: the plan changed under the same action id"

@@ -529,7 +529,7 @@ fn client_tokens_are_deterministic_and_fit_the_api() {
 }
 
 #[test]
-fn on_azure_only_reservations_are_acted_on_and_the_rest_says_why_not() {
+fn on_azure_and_gcp_only_reservations_are_acted_on_and_the_rest_says_why_not() {
     let on = |id: &str, kind: ActionKind, cloud: &str| {
         let mut a = action(id, kind, "1", 2, 100.0);
         a.cloud = cloud.into();
@@ -545,6 +545,8 @@ fn on_azure_only_reservations_are_acted_on_and_the_rest_says_why_not() {
         on("commit-az", ActionKind::Commit, "azure"),
         on("od-az", ActionKind::RunOnDemand, "azure"),
         on("reserve-gcp", ActionKind::Reserve, "gcp"),
+        on("block-gcp", ActionKind::PurchaseCapacityBlock, "gcp"),
+        on("commit-gcp", ActionKind::Commit, "gcp"),
     ]);
     let selected = due::select(
         &plan,
@@ -581,6 +583,13 @@ fn on_azure_only_reservations_are_acted_on_and_the_rest_says_why_not() {
     assert!(reason("block-az").contains("no capacity blocks"));
     assert!(reason("commit-az").contains("commitments"));
     assert!(reason("gpucap-h100-eastus").contains("scale sets"));
-    assert!(reason("reserve-gcp").contains("AWS and Azure only"));
-    assert_eq!(todo.work.len(), 5, "{todo:#?}");
+    assert!(
+        todo.work
+            .iter()
+            .any(|w| matches!(w, Work::Reserve(p) if p.id == "reserve-gcp")),
+        "{todo:#?}"
+    );
+    assert!(reason("block-gcp").contains("calendar mode"));
+    assert!(reason("commit-gcp").contains("commitments"));
+    assert_eq!(todo.work.len(), 7, "{todo:#?}");
 }

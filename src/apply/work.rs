@@ -27,7 +27,7 @@ use crate::timespec;
 pub const MAX_BLOCK_INSTANCES: u32 = 64;
 
 /// The clouds apply can act on (for some kinds of action, see [`cannot_act`]).
-pub const ACT_CLOUDS: &[&str] = &["aws", "azure"];
+pub const ACT_CLOUDS: &[&str] = &["aws", "azure", "gcp"];
 
 /// Why `gpucap apply` cannot carry out an action of `kind` (a run: the pool it runs in) on
 /// `cloud`, or `None` when it can. Commitments are never bought by apply, on any cloud (the
@@ -44,8 +44,17 @@ pub fn cannot_act(cloud: &str, kind: ActionKind) -> Option<String> {
                 "`gpucap apply` does not make Azure pools (VM scale sets) yet; use `gpucap generate` for azure".into(),
             ),
         },
+        "gcp" => match kind {
+            ActionKind::Reserve | ActionKind::Release | ActionKind::Commit => None,
+            ActionKind::PurchaseCapacityBlock => Some(
+                "`gpucap apply` does not buy GCP capacity blocks (future reservations in calendar mode) yet; request the future reservation by hand or re-plan without GCP blocks".into(),
+            ),
+            ActionKind::RunOnDemand | ActionKind::RunSpot => Some(
+                "`gpucap apply` does not make GCP pools (instance templates and managed instance groups) yet; use `gpucap generate` for gcp".into(),
+            ),
+        },
         _ => Some(format!(
-            "`gpucap apply` acts on AWS and Azure only so far; use `gpucap generate` for {cloud}"
+            "`gpucap apply` acts on AWS, Azure and GCP only so far; use `gpucap generate` for {cloud}"
         )),
     }
 }

@@ -8,7 +8,7 @@
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
-#[cfg(any(feature = "aws", feature = "azure"))]
+#[cfg(any(feature = "aws", feature = "azure", feature = "gcp"))]
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -348,8 +348,10 @@ async fn connect(plan: &Plan, settings: &config::ApplySettings) -> anyhow::Resul
 /// takes its default region from `AWS_REGION`, else the first AWS place; each call names its
 /// own region. Azure takes `AZURE_SUBSCRIPTION_ID` and its credentials from the environment,
 /// the resource group from `apply.azure_resource_group`, else `GPUCAP_AZURE_RESOURCE_GROUP`
-/// (`gpucap_azure::act`).
-#[cfg_attr(not(feature = "azure"), allow(unused_variables))]
+/// (`gpucap_azure::act`). GCP (with the `gcp` feature) takes the project from
+/// `apply.gcp_project`, else `GPUCAP_GCP_PROJECT` or `GOOGLE_CLOUD_PROJECT`, and Application
+/// Default Credentials (`gpucap_gcp::act`).
+#[cfg_attr(not(all(feature = "azure", feature = "gcp")), allow(unused_variables))]
 pub(crate) async fn connect_to<'a>(
     places: impl Iterator<Item = (&'a str, &'a str)>,
     settings: &config::ApplySettings,
@@ -377,6 +379,23 @@ pub(crate) async fn connect_to<'a>(
     if any_azure {
         tracing::warn!(
             "this gpucap was built without the `azure` feature: Azure actions are left for a person"
+        );
+    }
+    let any_gcp = places.iter().any(|(cloud, _)| *cloud == "gcp");
+    #[cfg(feature = "gcp")]
+    if any_gcp {
+        // The project from the config or the environment, Application Default Credentials
+        // (or GPUCAP_GCP_ENDPOINT_URL with anonymous ones, for tests); every call names its
+        // own zone. Without a project, GCP work is left for a person with this reason.
+        match gpucap_gcp::act::GcpCapacity::from_env(settings.gcp_project.as_deref()).await {
+            Ok(gcp) => clouds = clouds.with(gpucap_provider::Cloud::Gcp, Arc::new(gcp)),
+            Err(e) => eprintln!("warning: cannot act on GCP: {}", e.message),
+        }
+    }
+    #[cfg(not(feature = "gcp"))]
+    if any_gcp {
+        tracing::warn!(
+            "this gpucap was built without the `gcp` feature: GCP actions are left for a person (build with `--features gcp`)"
         );
     }
     #[cfg(feature = "aws")]
