@@ -97,6 +97,14 @@ pub struct ApplySettings {
     /// run actions are reported as needing these settings.
     #[serde(default)]
     pub pools: BTreeMap<String, LaunchSettings>,
+    /// The Azure resource group gpucap's capacity reservation groups live in. Default: the
+    /// `GPUCAP_AZURE_RESOURCE_GROUP` environment variable.
+    #[serde(default)]
+    pub azure_resource_group: Option<String>,
+    /// The GCP project gpucap's reservations live in. Default: the `GPUCAP_GCP_PROJECT`
+    /// environment variable, else `GOOGLE_CLOUD_PROJECT`.
+    #[serde(default)]
+    pub gcp_project: Option<String>,
 }
 
 /// How a pool's instances launch on AWS.
@@ -115,28 +123,58 @@ pub struct LaunchSettings {
 }
 
 /// Where `gpucap apply` keeps what it has done.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct StateSettings {
-    /// `local`: files in `dir`. Default `local` (the only backend so far).
+    /// `local` (the default): files in `dir`, for one machine. `s3`: objects under `key` in
+    /// `bucket`, shared by every machine that applies, with a lock that holds across them.
     #[serde(default)]
     pub backend: StateBackendKind,
     /// The local backend's directory, relative to this file. Default `.gpucap`.
-    #[serde(default = "default_state_dir")]
-    pub dir: PathBuf,
+    #[serde(default)]
+    pub dir: Option<PathBuf>,
+    /// s3: the bucket's name (the bucket must exist).
+    #[serde(default)]
+    pub bucket: Option<String>,
+    /// s3: the state object's key, e.g. `gpucap/prod/state.json`. The lock, the journal and the
+    /// audit log sit beside it: `<key>.lock`, `<key>.journal/`, `<key>.audit/`.
+    #[serde(default)]
+    pub key: Option<String>,
+    /// s3: the bucket's region. Default: the AWS default chain's (`AWS_REGION`, the profile).
+    #[serde(default)]
+    pub region: Option<String>,
+    /// s3: an S3-compatible endpoint instead of AWS's (MinIO, a test server), e.g.
+    /// `http://127.0.0.1:9000`; requests go path-style. `GPUCAP_S3_ENDPOINT` overrides it.
+    #[serde(default)]
+    pub endpoint: Option<String>,
+    /// s3: how long a lock lasts unless its run renews it (runs renew it as they write, once
+    /// half of it has gone); the next run takes over a lock whose lease ran out. Longer than
+    /// any single cloud call with its retries and reconciliation wait. Default `1h`.
+    #[serde(default, deserialize_with = "human_duration")]
+    pub lock_lease: Option<std::time::Duration>,
 }
 
-impl Default for StateSettings {
-    fn default() -> Self {
-        StateSettings {
-            backend: StateBackendKind::default(),
-            dir: default_state_dir(),
-        }
+impl StateSettings {
+    /// The local backend's directory (`dir`, default `.gpucap`).
+    pub fn dir(&self) -> PathBuf {
+        self.dir.clone().unwrap_or_else(default_state_dir)
     }
 }
 
 fn default_state_dir() -> PathBuf {
     PathBuf::from(".gpucap")
+}
+
+/// A length of time like `90s`, `30m`, `1h` (humantime).
+fn human_duration<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<std::time::Duration>, D::Error> {
+    let s = String::deserialize(d)?;
+    humantime::parse_duration(&s).map(Some).map_err(|e| {
+        serde::de::Error::custom(format!(
+            "`{s}` is not a duration ({e}); expected e.g. `90s`, `30m` or `1h`"
+        ))
+    })
 }
 
 /// The state backends.
@@ -145,6 +183,8 @@ pub enum StateBackendKind {
     /// A directory on this machine.
     #[default]
     Local,
+    /// Objects in an S3 bucket, shared between machines.
+    S3,
 }
 
 impl<'de> Deserialize<'de> for StateBackendKind {
@@ -152,11 +192,9 @@ impl<'de> Deserialize<'de> for StateBackendKind {
         let s = String::deserialize(d)?;
         match s.as_str() {
             "local" => Ok(StateBackendKind::Local),
-            "s3" => Err(serde::de::Error::custom(
-                "the `s3` state backend is not available yet; use `local` (the default)",
-            )),
+            "s3" => Ok(StateBackendKind::S3),
             other => Err(serde::de::Error::custom(format!(
-                "unknown state backend `{other}`; expected `local`"
+                "unknown state backend `{other}`; expected `local` or `s3`"
             ))),
         }
     }
@@ -677,13 +715,7 @@ impl Config {
                 ));
             }
         }
-        if self.state.dir.as_os_str().is_empty() {
-            return Err(InputError::new(
-                at("state.dir".into()),
-                "the state directory cannot be empty",
-            )
-            .with_hint("leave `dir` out for the default `.gpucap`"));
-        }
+        self.validate_state(&at)?;
         let mut ids = std::collections::HashMap::new();
         for (i, c) in self.capacity.iter().enumerate() {
             if let Some(first) = ids.insert(c.id.as_str(), i) {
@@ -777,6 +809,105 @@ impl Config {
                 Location::file(path).field("budget.max_quote_age"),
                 "cannot be negative",
             ));
+        }
+        Ok(())
+    }
+
+    /// `[state]`: each backend's own keys, and what the s3 backend cannot do without.
+    fn validate_state(&self, at: &dyn Fn(String) -> Location) -> Result<(), InputError> {
+        let st = &self.state;
+        let field = |name: &str| at(format!("state.{name}"));
+        match st.backend {
+            StateBackendKind::Local => {
+                let s3_only = [
+                    ("bucket", st.bucket.is_some()),
+                    ("key", st.key.is_some()),
+                    ("region", st.region.is_some()),
+                    ("endpoint", st.endpoint.is_some()),
+                    ("lock_lease", st.lock_lease.is_some()),
+                ];
+                if let Some((name, _)) = s3_only.iter().find(|(_, set)| *set) {
+                    return Err(InputError::new(
+                        field(name),
+                        format!("`{name}` is for `backend = \"s3\"`; the local backend keeps its files in `dir`"),
+                    )
+                    .with_hint("set `backend = \"s3\"`, or remove it"));
+                }
+                if st.dir.as_ref().is_some_and(|d| d.as_os_str().is_empty()) {
+                    return Err(InputError::new(
+                        field("dir"),
+                        "the state directory cannot be empty",
+                    )
+                    .with_hint("leave `dir` out for the default `.gpucap`"));
+                }
+            }
+            StateBackendKind::S3 => {
+                if st.dir.is_some() {
+                    return Err(InputError::new(
+                        field("dir"),
+                        "`dir` is the local backend's directory; the s3 backend keeps everything under `key` in `bucket`",
+                    )
+                    .with_hint("remove `dir`"));
+                }
+                let bucket = st.bucket.as_deref().map(str::trim).unwrap_or_default();
+                if bucket.is_empty() {
+                    return Err(InputError::new(
+                        field("bucket"),
+                        "the s3 state backend needs `bucket`",
+                    )
+                    .with_hint(
+                        "the name of an existing S3 bucket, e.g. `bucket = \"acme-infra-state\"`",
+                    ));
+                }
+                if bucket.contains('/') || bucket.contains(char::is_whitespace) {
+                    return Err(InputError::new(
+                        field("bucket"),
+                        format!("`{bucket}` is not a bucket name"),
+                    )
+                    .with_hint(
+                        "just the name, without `s3://` or a path; the path goes in `key`",
+                    ));
+                }
+                let key = st.key.as_deref().unwrap_or_default();
+                if key.trim().is_empty() {
+                    return Err(
+                        InputError::new(field("key"), "the s3 state backend needs `key`")
+                            .with_hint(
+                                "the state object's key, e.g. `key = \"gpucap/prod/state.json\"`",
+                            ),
+                    );
+                }
+                if key.starts_with('/') || key.ends_with('/') || key.contains("//") {
+                    return Err(InputError::new(
+                        field("key"),
+                        format!("`{key}` is not an object key: no leading or trailing `/`, no empty parts"),
+                    )
+                    .with_hint("e.g. `key = \"gpucap/prod/state.json\"`"));
+                }
+                if st.region.as_deref().is_some_and(|r| r.trim().is_empty()) {
+                    return Err(
+                        InputError::new(field("region"), "the region cannot be empty")
+                            .with_hint("leave `region` out to take AWS_REGION or the profile's"),
+                    );
+                }
+                if let Some(url) = &st.endpoint
+                    && !(url.starts_with("http://") || url.starts_with("https://"))
+                {
+                    return Err(InputError::new(
+                        field("endpoint"),
+                        format!("`{url}` is not an http:// or https:// URL"),
+                    ));
+                }
+                if st
+                    .lock_lease
+                    .is_some_and(|d| d < std::time::Duration::from_secs(1))
+                {
+                    return Err(
+                        InputError::new(field("lock_lease"), "must be at least `1s`")
+                            .with_hint("the default is `1h`; runs renew it as they go"),
+                    );
+                }
+            }
         }
         Ok(())
     }
@@ -896,10 +1027,10 @@ mod tests {
     fn state_section_defaults_to_local_dot_gpucap_and_rejects_other_backends() {
         let c = parse("").unwrap();
         assert_eq!(c.state.backend, StateBackendKind::Local);
-        assert_eq!(c.state.dir, PathBuf::from(".gpucap"));
+        assert_eq!(c.state.dir(), PathBuf::from(".gpucap"));
         let c = parse("[state]\nbackend = \"local\"\ndir = \"ops/state\"\n").unwrap();
-        assert_eq!(c.state.dir, PathBuf::from("ops/state"));
-        let err = parse("[state]\nbackend = \"s3\"\n").unwrap_err();
+        assert_eq!(c.state.dir(), PathBuf::from("ops/state"));
+        let err = parse("[state]\nbackend = \"gcs\"\n").unwrap_err();
         assert_eq!(
             err.location.field.as_deref(),
             Some("state.backend"),
@@ -908,16 +1039,86 @@ mod tests {
         assert_eq!(err.location.line, Some(2), "{err}");
         assert!(
             err.message
-                .contains("`s3` state backend is not available yet"),
+                .contains("unknown state backend `gcs`; expected `local` or `s3`"),
             "{err}"
         );
-        let err = parse("[state]\nbackend = \"gcs\"\n").unwrap_err();
-        assert!(err.message.contains("unknown state backend `gcs`"), "{err}");
         let err = parse("[state]\ndirr = \"x\"\n").unwrap_err();
         assert_eq!(err.location.field.as_deref(), Some("state.dirr"), "{err}");
         assert_eq!(err.hint.as_deref(), Some("did you mean `dir`?"));
         let err = parse("[state]\ndir = \"\"\n").unwrap_err();
         assert_eq!(err.location.field.as_deref(), Some("state.dir"), "{err}");
+        // The s3 backend's keys are not the local backend's.
+        let err = parse("[state]\nbucket = \"b\"\n").unwrap_err();
+        assert_eq!(err.location.field.as_deref(), Some("state.bucket"), "{err}");
+        assert!(err.message.contains("for `backend = \"s3\"`"), "{err}");
+    }
+
+    #[test]
+    fn the_s3_state_backend_needs_a_bucket_and_a_key_and_nothing_local() {
+        let c = parse(
+            "[state]\nbackend = \"s3\"\nbucket = \"acme-state\"\nkey = \"gpucap/prod/state.json\"\nregion = \"eu-west-1\"\nendpoint = \"http://127.0.0.1:9000\"\nlock_lease = \"90s\"\n",
+        )
+        .unwrap();
+        assert_eq!(c.state.backend, StateBackendKind::S3);
+        assert_eq!(c.state.bucket.as_deref(), Some("acme-state"));
+        assert_eq!(c.state.key.as_deref(), Some("gpucap/prod/state.json"));
+        assert_eq!(c.state.region.as_deref(), Some("eu-west-1"));
+        assert_eq!(c.state.endpoint.as_deref(), Some("http://127.0.0.1:9000"));
+        assert_eq!(c.state.lock_lease, Some(std::time::Duration::from_secs(90)));
+        let c =
+            parse("[state]\nbackend = \"s3\"\nbucket = \"b-1\"\nkey = \"state.json\"\n").unwrap();
+        assert_eq!((c.state.region, c.state.lock_lease), (None, None));
+
+        let s3 = |rest: &str| parse(&format!("[state]\nbackend = \"s3\"\n{rest}")).unwrap_err();
+        let cases = [
+            ("key = \"k\"\n", "state.bucket", "needs `bucket`"),
+            (
+                "bucket = \"  \"\nkey = \"k\"\n",
+                "state.bucket",
+                "needs `bucket`",
+            ),
+            (
+                "bucket = \"s3://b/x\"\nkey = \"k\"\n",
+                "state.bucket",
+                "not a bucket name",
+            ),
+            ("bucket = \"b\"\n", "state.key", "needs `key`"),
+            (
+                "bucket = \"b\"\nkey = \"/k/\"\n",
+                "state.key",
+                "not an object key",
+            ),
+            (
+                "bucket = \"b\"\nkey = \"k\"\ndir = \".gpucap\"\n",
+                "state.dir",
+                "local backend's directory",
+            ),
+            (
+                "bucket = \"b\"\nkey = \"k\"\nregion = \"\"\n",
+                "state.region",
+                "cannot be empty",
+            ),
+            (
+                "bucket = \"b\"\nkey = \"k\"\nendpoint = \"localhost:9000\"\n",
+                "state.endpoint",
+                "not an http",
+            ),
+            (
+                "bucket = \"b\"\nkey = \"k\"\nlock_lease = \"500ms\"\n",
+                "state.lock_lease",
+                "at least `1s`",
+            ),
+            (
+                "bucket = \"b\"\nkey = \"k\"\nlock_lease = \"soon\"\n",
+                "state.lock_lease",
+                "not a duration",
+            ),
+        ];
+        for (rest, field, words) in cases {
+            let err = s3(rest);
+            assert_eq!(err.location.field.as_deref(), Some(field), "{rest}: {err}");
+            assert!(err.message.contains(words), "{rest}: {err}");
+        }
     }
 
     #[test]

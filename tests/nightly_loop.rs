@@ -1,6 +1,7 @@
 //! The nightly CI loop of `examples/nightly-offline`, end to end and offline: the binary, the
-//! real AWS SDK, the EC2 capacity peer for capacity blocks, and moto's server behind it for
-//! launch templates and Auto Scaling groups. What was bought is counted in the peer's record.
+//! real AWS SDK, the EC2 capacity peer for capacity blocks, moto's server behind it for launch
+//! templates and Auto Scaling groups, and moto's S3 for the shared state, journal, audit log
+//! and lock. What was bought is counted in the peer's record.
 //!
 //! - night 1 plans and applies: the blocks are bought once each;
 //! - the calendar changes; night 2 plans against the applied plan, and the diff names the
@@ -10,6 +11,8 @@
 
 #[path = "support/ec2_peer.rs"]
 mod ec2_peer;
+#[path = "support/moto_s3.rs"]
+mod moto_s3;
 #[path = "support/python.rs"]
 mod python;
 
@@ -17,6 +20,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use ec2_peer::Ec2Peer;
+use moto_s3::MotoS3;
 use serde_json::{Value, json};
 
 const NIGHT1: &str = "2026-12-28T00:00:00Z";
@@ -26,6 +30,7 @@ const AFTER: &str = "2027-02-10T00:00:00Z";
 struct Repo {
     dir: tempfile::TempDir,
     peer: Ec2Peer,
+    s3: MotoS3,
 }
 
 impl Repo {
@@ -45,7 +50,8 @@ impl Repo {
         let config = dir.path().join("gpucap.toml");
         let text = std::fs::read_to_string(&config).unwrap();
         std::fs::write(&config, text.replace("SUBNET", &subnet)).unwrap();
-        Repo { dir, peer }
+        let s3 = MotoS3::start("gpucap-state");
+        Repo { dir, peer, s3 }
     }
 
     fn path(&self, name: &str) -> PathBuf {
@@ -63,6 +69,7 @@ impl Repo {
             .env("AWS_SECRET_ACCESS_KEY", "peer-secret-key")
             .env("AWS_EC2_METADATA_DISABLED", "true")
             .env("GPUCAP_AWS_ENDPOINT_URL", self.peer.url())
+            .env("GPUCAP_S3_ENDPOINT", self.s3.url())
             .env("GPUCAP_RETRY_BASE_MS", "5")
             .env("NO_COLOR", "1")
             .env_remove("GPUCAP_HALT_AFTER_JOURNAL")
@@ -92,13 +99,11 @@ impl Repo {
             .configure(&serde_json::from_slice(&out.stdout).unwrap());
     }
 
-    fn state(&self) -> Value {
-        serde_json::from_str(&std::fs::read_to_string(self.path(".gpucap/state.json")).unwrap())
-            .unwrap()
-    }
-
+    /// What the state on S3 holds, as `gpucap state list` reads it.
     fn resources(&self, kind: &str) -> Vec<Value> {
-        self.state()["resources"]
+        let out = self.gpucap(&["state", "list", "--format", "json"]);
+        serde_json::from_slice::<Value>(&out.stdout)
+            .unwrap()
             .as_array()
             .unwrap()
             .iter()
@@ -284,4 +289,24 @@ fn three_nights_plan_apply_diff_and_release() {
         repo.resources("capacity_block")
     );
     assert_eq!(repo.purchases(), 2);
+
+    // Everything lived in the bucket: the state, write-once journal and audit objects, and no
+    // lock left behind by any of the runs.
+    let keys = repo.s3.keys("nightly/");
+    assert!(keys.contains(&"nightly/state.json".to_string()), "{keys:?}");
+    assert!(
+        keys.iter()
+            .any(|k| k.starts_with("nightly/state.json.journal/")),
+        "{keys:?}"
+    );
+    assert!(
+        keys.iter()
+            .any(|k| k.starts_with("nightly/state.json.audit/")),
+        "{keys:?}"
+    );
+    assert!(
+        !keys.contains(&"nightly/state.json.lock".to_string()),
+        "{keys:?}"
+    );
+    assert!(!repo.path(".gpucap").exists(), "nothing was kept locally");
 }

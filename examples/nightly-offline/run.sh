@@ -12,7 +12,7 @@
 #
 # Nothing here reaches AWS: the EC2 capacity peer (tests/peers/ec2_capacity_peer.py) answers
 # the capacity calls on 127.0.0.1, and moto's server behind it the launch-template and Auto
-# Scaling calls. moto comes from the tests' virtualenv when `cargo test` built it, otherwise
+# Scaling calls; the state, journal, audit log and lock live in a bucket in moto's S3. moto comes from the tests' virtualenv when `cargo test` built it, otherwise
 # it is installed once into a virtualenv under the target directory (PyPI is needed for that).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -54,6 +54,9 @@ for _ in $(seq 50); do curl -s "http://127.0.0.1:$moto_port" >/dev/null && break
 subnet=$(curl -s -X POST "$peer/" -H "Authorization: AWS4-HMAC-SHA256 Credential=x/20260101/us-east-1/ec2/aws4_request, SignedHeaders=host, Signature=0" \
   -d "Action=DescribeSubnets&Version=2016-11-15" | grep -o '<subnetId>[^<]*' | head -1 | cut -d'>' -f2)
 sed -i "s/SUBNET/$subnet/" "$work/gpucap.toml"
+# The shared state's bucket, in moto's S3 (in an infra repo: a real bucket, and no endpoint).
+curl -s -X PUT "http://127.0.0.1:$moto_port/gpucap-state" >/dev/null
+export GPUCAP_S3_ENDPOINT="http://127.0.0.1:$moto_port"
 
 night1="2026-12-28T00:00:00Z"; night2="2027-01-19T00:00:00Z"; after="2027-02-10T00:00:00Z"
 
@@ -81,3 +84,5 @@ post clock "{\"now\": \"$after\"}"
 g release --now "$after" --dry-run
 g release --now "$after" --auto-approve
 g state list
+echo "== what the bucket holds"
+curl -s "http://127.0.0.1:$moto_port/gpucap-state?list-type=2&prefix=nightly/" | grep -o '<Key>[^<]*' | cut -d'>' -f2

@@ -11,7 +11,11 @@
 //!   is one request. After an unknown outcome it is looked up by its intent tag within a
 //!   bounded wait; only when it is certainly not there is the offering re-quoted, the price
 //!   checked again, and a new intent made. Reservations carry a client token derived from the
-//!   plan and the action, so repeating them is safe.
+//!   plan and the action, so repeating them is safe: AWS dedupes the token; on Azure the
+//!   token names the reservation, and the provider looks that name up (GET) before every
+//!   PUT, so an attempt after an unknown outcome finds what the lost one made. On GCP the
+//!   token names the reservation too and is the insert's `requestId` (as a UUID v5); the name
+//!   is looked up before every insert, and a 409 `alreadyExists` is resolved by name.
 //! - **Retries only where safe.** Quotes, lookups, tokenised creates, pool changes and
 //!   cancels are retried on throttling and server errors with backon (exponential backoff with
 //!   jitter). Insufficient capacity is remembered ([`IceCache`]) and never retried blindly.
@@ -952,7 +956,7 @@ impl<'a> Executor<'a> {
             releases: None,
         };
         let intent = self
-            .begin(&id, "ec2:CreateCapacityReservation", &journalled)
+            .begin(&id, reservation_api(&a.cloud, false), &journalled)
             .await?;
         let (result, last) = self
             .repeatable(&intent, || cloud.create_reservation(&request, &id, false))
@@ -1012,7 +1016,11 @@ impl<'a> Executor<'a> {
             releases: Some(resource.id.clone()),
         };
         let intent = self
-            .begin(&id, "ec2:CancelCapacityReservation", &request)
+            .begin(
+                &id,
+                reservation_api(resource.cloud.as_str(), true),
+                &request,
+            )
             .await?;
         let (result, last) = self
             .repeatable(&intent, || {
@@ -1261,6 +1269,18 @@ impl<'a> Executor<'a> {
     }
 }
 
+/// The journal's name of a reservation create (or cancel) on `cloud`.
+fn reservation_api(cloud: &str, cancel: bool) -> &'static str {
+    match (cloud, cancel) {
+        ("azure", false) => "azure:capacityReservations.createOrUpdate",
+        ("azure", true) => "azure:capacityReservations.delete",
+        ("gcp", false) => "gcp:reservations.insert",
+        ("gcp", true) => "gcp:reservations.delete",
+        (_, false) => "ec2:CreateCapacityReservation",
+        (_, true) => "ec2:CancelCapacityReservation",
+    }
+}
+
 /// The deterministic client token of a call: a UUID v5 of the plan digest and the action (or
 /// part) id, so a re-run after a crash sends the same token (AWS allows 64 ASCII characters).
 pub fn client_token(plan: &str, action: &str) -> String {
@@ -1358,10 +1378,10 @@ fn dry_run_outcome(result: ActResult, detail: String, cost: f64) -> Outcome {
 pub fn explain(e: &ActError) -> String {
     match e.kind {
         ActErrorKind::Quota => format!(
-            "{e}; ask for a higher quota (Service Quotas: the limit named above) or lower the plan's on-demand limits"
+            "{e}; ask for a higher quota (AWS Service Quotas, Azure Quotas, GCP IAM & Admin > Quotas: the limit named above) or lower the plan's on-demand limits"
         ),
         ActErrorKind::Auth => format!(
-            "{e}; the credentials in use may not make this call (see the IAM policy in the README)"
+            "{e}; the credentials in use may not make this call (see the IAM policy and the Azure and GCP permissions in the README)"
         ),
         ActErrorKind::IdempotencyConflict => format!(
             "{e}; a call with this client token was made with other parameters: the plan changed under the same action id"
@@ -1372,7 +1392,9 @@ pub fn explain(e: &ActError) -> String {
 
 fn no_provider(cloud: &str) -> Outcome {
     Outcome::Manual {
-        reason: format!("this build of gpucap cannot act on {cloud}"),
+        reason: format!(
+            "gpucap cannot act on {cloud} in this run (built without the `{cloud}` feature, or no {cloud} credentials: see the warning above)"
+        ),
     }
 }
 

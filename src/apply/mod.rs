@@ -40,7 +40,7 @@ pub use work::{Todo, Work};
 use crate::config::LaunchSettings;
 use crate::plan::Plan;
 use crate::plan::due::DueAction;
-use crate::state::{AuditRecord, LockOptions, State, StateBackend, StateError};
+use crate::state::{AuditRecord, LockGuard, LockOptions, State, StateBackend, StateError};
 
 /// Everything one run needs.
 pub struct Run<'a> {
@@ -120,8 +120,7 @@ impl From<StateError> for RunError {
 
 /// Carries out one run (see the module docs).
 pub async fn run(r: Run<'_>) -> Result<Summary, RunError> {
-    let dry_run = r.settings.dry_run;
-    let guard = if dry_run {
+    let guard = if r.settings.dry_run {
         None
     } else {
         Some(
@@ -130,6 +129,22 @@ pub async fn run(r: Run<'_>) -> Result<Summary, RunError> {
                 .await?,
         )
     };
+    let result = run_locked(&r, guard.as_ref()).await;
+    // Let go of the lock however the run ended: a shared (S3) lock left behind would stop
+    // every other machine until its lease ran out.
+    if let Some(guard) = guard {
+        match (guard.unlock().await, &result) {
+            (Ok(()), _) => {}
+            (Err(e), Ok(_)) => return Err(e.into()),
+            (Err(e), Err(_)) => tracing::warn!("releasing the state lock after the failure: {e}"),
+        }
+    }
+    result
+}
+
+/// The run under the lock (`None` in a dry run).
+async fn run_locked(r: &Run<'_>, guard: Option<&LockGuard>) -> Result<Summary, RunError> {
+    let dry_run = r.settings.dry_run;
     let state = r.backend.read_state().await?;
     r.plan
         .state
@@ -142,7 +157,7 @@ pub async fn run(r: Run<'_>) -> Result<Summary, RunError> {
         executor::Mandate::plan(r.plan),
         r.clouds,
         r.backend,
-        guard.as_ref(),
+        guard,
         r.settings,
         state,
         r.who.clone(),
@@ -189,9 +204,6 @@ pub async fn run(r: Run<'_>) -> Result<Summary, RunError> {
     let serial = exec.state().serial;
     let run_id = exec.run_id().to_string();
     drop(exec);
-    if let Some(guard) = guard {
-        guard.unlock().await?;
-    }
     Ok(Summary {
         run: run_id,
         dry_run,

@@ -527,3 +527,69 @@ fn client_tokens_are_deterministic_and_fit_the_api() {
     assert_ne!(a, executor::client_token("sha256:aa", "reserve-y"));
     assert!(a.len() <= 64 && a.is_ascii());
 }
+
+#[test]
+fn on_azure_and_gcp_only_reservations_are_acted_on_and_the_rest_says_why_not() {
+    let on = |id: &str, kind: ActionKind, cloud: &str| {
+        let mut a = action(id, kind, "1", 2, 100.0);
+        a.cloud = cloud.into();
+        a.region = "eastus".into();
+        a.instance_type = "Standard_ND96isr_H100_v5".into();
+        a.start = "2027-01-20T00:00:00Z".into();
+        a.end = "2027-01-27T00:00:00Z".into();
+        a
+    };
+    let plan = plan(vec![
+        on("reserve-az", ActionKind::Reserve, "azure"),
+        on("block-az", ActionKind::PurchaseCapacityBlock, "azure"),
+        on("commit-az", ActionKind::Commit, "azure"),
+        on("od-az", ActionKind::RunOnDemand, "azure"),
+        on("reserve-gcp", ActionKind::Reserve, "gcp"),
+        on("block-gcp", ActionKind::PurchaseCapacityBlock, "gcp"),
+        on("commit-gcp", ActionKind::Commit, "gcp"),
+    ]);
+    let selected = due::select(
+        &plan,
+        &Window {
+            now: t(NOW),
+            window: chrono::Duration::days(7),
+        },
+    )
+    .unwrap();
+    let todo = work::todo(
+        &plan,
+        &selected.due,
+        &crate::state::State::new(),
+        &BTreeMap::new(),
+        t(NOW),
+    );
+    let reason = |label: &str| {
+        todo.work
+            .iter()
+            .find_map(|w| match w {
+                Work::Manual { action, reason } if action.starts_with(label) => {
+                    Some(reason.clone())
+                }
+                _ => None,
+            })
+            .unwrap_or_else(|| panic!("{label} is not manual: {todo:#?}"))
+    };
+    assert!(
+        todo.work
+            .iter()
+            .any(|w| matches!(w, Work::Reserve(p) if p.id == "reserve-az")),
+        "{todo:#?}"
+    );
+    assert!(reason("block-az").contains("no capacity blocks"));
+    assert!(reason("commit-az").contains("commitments"));
+    assert!(reason("gpucap-h100-eastus").contains("scale sets"));
+    assert!(
+        todo.work
+            .iter()
+            .any(|w| matches!(w, Work::Reserve(p) if p.id == "reserve-gcp")),
+        "{todo:#?}"
+    );
+    assert!(reason("block-gcp").contains("calendar mode"));
+    assert!(reason("commit-gcp").contains("commitments"));
+    assert_eq!(todo.work.len(), 7, "{todo:#?}");
+}

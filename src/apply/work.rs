@@ -26,8 +26,38 @@ use crate::timespec;
 /// The most instances one AWS capacity block holds (p5/p5e/p5en/trn2: 64).
 pub const MAX_BLOCK_INSTANCES: u32 = 64;
 
-/// The clouds apply can act on in this build.
-pub const ACT_CLOUDS: &[&str] = &["aws"];
+/// The clouds apply can act on (for some kinds of action, see [`cannot_act`]).
+pub const ACT_CLOUDS: &[&str] = &["aws", "azure", "gcp"];
+
+/// Why `gpucap apply` cannot carry out an action of `kind` (a run: the pool it runs in) on
+/// `cloud`, or `None` when it can. Commitments are never bought by apply, on any cloud (the
+/// caller says so itself).
+pub fn cannot_act(cloud: &str, kind: ActionKind) -> Option<String> {
+    match cloud {
+        "aws" => None,
+        "azure" => match kind {
+            ActionKind::Reserve | ActionKind::Release | ActionKind::Commit => None,
+            ActionKind::PurchaseCapacityBlock => Some(
+                "Azure sells no capacity blocks; buy this capacity by hand or re-plan without Azure blocks".into(),
+            ),
+            ActionKind::RunOnDemand | ActionKind::RunSpot => Some(
+                "`gpucap apply` does not make Azure pools (VM scale sets) yet; use `gpucap generate` for azure".into(),
+            ),
+        },
+        "gcp" => match kind {
+            ActionKind::Reserve | ActionKind::Release | ActionKind::Commit => None,
+            ActionKind::PurchaseCapacityBlock => Some(
+                "`gpucap apply` does not buy GCP capacity blocks (future reservations in calendar mode) yet; request the future reservation by hand or re-plan without GCP blocks".into(),
+            ),
+            ActionKind::RunOnDemand | ActionKind::RunSpot => Some(
+                "`gpucap apply` does not make GCP pools (instance templates and managed instance groups) yet; use `gpucap generate` for gcp".into(),
+            ),
+        },
+        _ => Some(format!(
+            "`gpucap apply` acts on AWS, Azure and GCP only so far; use `gpucap generate` for {cloud}"
+        )),
+    }
+}
 
 /// One unit of work.
 #[derive(Debug, Clone, PartialEq)]
@@ -151,11 +181,10 @@ pub fn todo(
             action: a.id.clone(),
             reason,
         };
-        if !ACT_CLOUDS.contains(&a.cloud.as_str()) && !a.kind.is_run() {
-            out.work.push(manual(format!(
-                "`gpucap apply` acts on AWS only so far; use `gpucap generate` for {}",
-                a.cloud
-            )));
+        if !a.kind.is_run()
+            && let Some(reason) = cannot_act(&a.cloud, a.kind)
+        {
+            out.work.push(manual(reason));
             continue;
         }
         match a.kind {
@@ -308,12 +337,10 @@ fn pools(
             continue;
         }
         let label = format!("{name} (pool {pool})");
-        if !ACT_CLOUDS.contains(&cloud.as_str()) {
+        if let Some(reason) = cannot_act(&cloud, ActionKind::RunOnDemand) {
             out.push(Work::Manual {
                 action: label,
-                reason: format!(
-                    "`gpucap apply` acts on AWS only so far; use `gpucap generate` for {cloud}"
-                ),
+                reason,
             });
             continue;
         }

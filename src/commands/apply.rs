@@ -8,7 +8,7 @@
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
-#[cfg(feature = "aws")]
+#[cfg(any(feature = "aws", feature = "azure", feature = "gcp"))]
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -196,7 +196,7 @@ pub fn run(global: &GlobalArgs, args: ApplyArgs) -> anyhow::Result<Outcome> {
         (args.reconcile_wait / 20).clamp(Duration::from_millis(50), Duration::from_secs(5));
     test_hooks(&mut settings);
 
-    let backend = crate::state::backend::open(&config.state, &root);
+    let backend = crate::state::backend::open(&config.state, &root)?;
     let quiet = global.quiet;
     let progress = move |line: &str| {
         if !quiet {
@@ -208,7 +208,7 @@ pub fn run(global: &GlobalArgs, args: ApplyArgs) -> anyhow::Result<Outcome> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    let clouds = runtime.block_on(connect(&plan))?;
+    let clouds = runtime.block_on(connect(&plan, &config.apply))?;
     let summary = runtime.block_on(apply::run(apply::Run {
         plan: &plan,
         due: &selected.due,
@@ -334,27 +334,70 @@ fn confirm(selected: &due::Selected<'_>, irreversible: f64) -> anyhow::Result<bo
 }
 
 /// The act providers the plan's clouds need, as this build has them.
-async fn connect(plan: &Plan) -> anyhow::Result<Clouds> {
+async fn connect(plan: &Plan, settings: &config::ApplySettings) -> anyhow::Result<Clouds> {
     connect_to(
         plan.actions
             .iter()
             .map(|a| (a.cloud.as_str(), a.region.as_str())),
+        settings,
     )
     .await
 }
 
 /// The act providers for the clouds of `places` (cloud, region), as this build has them. AWS
 /// takes its default region from `AWS_REGION`, else the first AWS place; each call names its
-/// own region.
+/// own region. Azure takes `AZURE_SUBSCRIPTION_ID` and its credentials from the environment,
+/// the resource group from `apply.azure_resource_group`, else `GPUCAP_AZURE_RESOURCE_GROUP`
+/// (`gpucap_azure::act`). GCP (with the `gcp` feature) takes the project from
+/// `apply.gcp_project`, else `GPUCAP_GCP_PROJECT` or `GOOGLE_CLOUD_PROJECT`, and Application
+/// Default Credentials (`gpucap_gcp::act`).
+#[cfg_attr(not(all(feature = "azure", feature = "gcp")), allow(unused_variables))]
 pub(crate) async fn connect_to<'a>(
     places: impl Iterator<Item = (&'a str, &'a str)>,
+    settings: &config::ApplySettings,
 ) -> anyhow::Result<Clouds> {
     #[allow(unused_mut)]
     let mut clouds = Clouds::default();
+    let places: Vec<(&str, &str)> = places.collect();
     let first_aws = places
+        .iter()
         .filter(|(cloud, _)| *cloud == "aws")
         .map(|(_, region)| region.to_string())
         .next();
+    let any_azure = places.iter().any(|(cloud, _)| *cloud == "azure");
+    #[cfg(feature = "azure")]
+    if any_azure {
+        // Subscription, resource group and credentials from the environment; every call names
+        // its own location. Without them, Azure work is left for a person (with this reason),
+        // and the AWS part of the plan still runs.
+        match gpucap_azure::act::AzureCapacity::from_env(settings.azure_resource_group.as_deref()) {
+            Ok(azure) => clouds = clouds.with(gpucap_provider::Cloud::Azure, Arc::new(azure)),
+            Err(e) => eprintln!("warning: cannot act on Azure: {}", e.message),
+        }
+    }
+    #[cfg(not(feature = "azure"))]
+    if any_azure {
+        tracing::warn!(
+            "this gpucap was built without the `azure` feature: Azure actions are left for a person"
+        );
+    }
+    let any_gcp = places.iter().any(|(cloud, _)| *cloud == "gcp");
+    #[cfg(feature = "gcp")]
+    if any_gcp {
+        // The project from the config or the environment, Application Default Credentials
+        // (or GPUCAP_GCP_ENDPOINT_URL with anonymous ones, for tests); every call names its
+        // own zone. Without a project, GCP work is left for a person with this reason.
+        match gpucap_gcp::act::GcpCapacity::from_env(settings.gcp_project.as_deref()).await {
+            Ok(gcp) => clouds = clouds.with(gpucap_provider::Cloud::Gcp, Arc::new(gcp)),
+            Err(e) => eprintln!("warning: cannot act on GCP: {}", e.message),
+        }
+    }
+    #[cfg(not(feature = "gcp"))]
+    if any_gcp {
+        tracing::warn!(
+            "this gpucap was built without the `gcp` feature: GCP actions are left for a person (build with `--features gcp`)"
+        );
+    }
     #[cfg(feature = "aws")]
     if let Some(first) = first_aws {
         let region = std::env::var("AWS_REGION")

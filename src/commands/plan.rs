@@ -121,7 +121,7 @@ fn make_with(
     let mut existing = existing_capacity(&project)?;
     // gpucap's own state, read once: what it holds is counted as owned (each night plans only
     // what is not bought yet), and the plan records the serial it was made against.
-    let backend = crate::state::backend::open(&project.config.state, &project.root);
+    let backend = crate::state::backend::open(&project.config.state, &project.root)?;
     let state = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?
@@ -423,7 +423,7 @@ fn bought_actions(config: &std::path::Path) -> anyhow::Result<std::collections::
         .parent()
         .map(std::path::Path::to_path_buf)
         .unwrap_or_default();
-    let backend = crate::state::backend::open(&config_doc.state, &root);
+    let backend = crate::state::backend::open(&config_doc.state, &root)?;
     let state = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?

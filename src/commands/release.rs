@@ -74,7 +74,7 @@ pub fn run(global: &GlobalArgs, args: ReleaseArgs) -> anyhow::Result<Outcome> {
         (args.reconcile_wait / 20).clamp(Duration::from_millis(50), Duration::from_secs(5));
     crate::commands::apply::test_hooks(&mut settings);
 
-    let backend = crate::state::backend::open(&project.config.state, &project.root);
+    let backend = crate::state::backend::open(&project.config.state, &project.root)?;
     let quiet = global.quiet;
     let progress = move |line: &str| {
         if !quiet {
@@ -99,6 +99,7 @@ pub fn run(global: &GlobalArgs, args: ReleaseArgs) -> anyhow::Result<Outcome> {
             .resources
             .iter()
             .map(|r| (r.cloud.as_str(), r.region.as_str())),
+        &project.config.apply,
     ))?;
 
     let budget = crate::policy::budget_data(&project.config.budget);

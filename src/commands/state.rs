@@ -47,7 +47,7 @@ fn open(global: &GlobalArgs) -> anyhow::Result<Box<dyn StateBackend>> {
         .parent()
         .map(Path::to_path_buf)
         .unwrap_or_default();
-    Ok(crate::state::backend::open(&config.state, &root))
+    Ok(crate::state::backend::open(&config.state, &root)?)
 }
 
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {

@@ -30,7 +30,7 @@ use serde::Serialize;
 use crate::apply::executor::Mandate;
 use crate::apply::{ApplyError, Clouds, Counts, Executor, Report, Settings, Work};
 use crate::demand::DemandCurve;
-use crate::state::{LockOptions, ResourceStatus, State, StateBackend};
+use crate::state::{LockGuard, LockOptions, ResourceStatus, State, StateBackend};
 pub use need::{Need, NeededBy};
 pub use select::{Decision, Item, Lookup, Observed, Rules};
 
@@ -103,8 +103,7 @@ impl Summary {
 
 /// Carries out one run (see the module docs).
 pub async fn run(r: Run<'_>) -> Result<Summary, ApplyError> {
-    let dry_run = r.settings.dry_run;
-    let guard = if dry_run {
+    let guard = if r.settings.dry_run {
         None
     } else {
         Some(
@@ -113,6 +112,22 @@ pub async fn run(r: Run<'_>) -> Result<Summary, ApplyError> {
                 .await?,
         )
     };
+    let result = run_locked(&r, guard.as_ref()).await;
+    // Let go of the lock however the run ended, as apply does: a shared lock left behind
+    // would stop every other machine until its lease ran out.
+    if let Some(guard) = guard {
+        match (guard.unlock().await, &result) {
+            (Ok(()), _) => {}
+            (Err(e), Ok(_)) => return Err(e.into()),
+            (Err(e), Err(_)) => tracing::warn!("releasing the state lock after the failure: {e}"),
+        }
+    }
+    result
+}
+
+/// The run under the lock (`None` in a dry run).
+async fn run_locked(r: &Run<'_>, guard: Option<&LockGuard>) -> Result<Summary, ApplyError> {
+    let dry_run = r.settings.dry_run;
     let state = r.backend.read_state().await?.unwrap_or_else(State::new);
     let run_id = uuid::Uuid::new_v4().to_string();
     let mandate = Mandate {
@@ -126,7 +141,7 @@ pub async fn run(r: Run<'_>) -> Result<Summary, ApplyError> {
         mandate,
         r.clouds,
         r.backend,
-        guard.as_ref(),
+        guard,
         r.settings,
         state,
         r.who.clone(),
@@ -152,7 +167,8 @@ pub async fn run(r: Run<'_>) -> Result<Summary, ApplyError> {
         let ask = matches!(
             resource.kind,
             ResourceKind::Reservation | ResourceKind::Pool
-        ) && resource.end.is_none_or(|end| end > now);
+        ) && (resource.end.is_none_or(|end| end > now)
+            || select::lives_past_its_end(&resource));
         let cloud = if !ask {
             Lookup::NotAsked
         } else {
@@ -219,10 +235,6 @@ pub async fn run(r: Run<'_>) -> Result<Summary, ApplyError> {
     }
     let counts = exec.counts();
     let serial = exec.state().serial;
-    drop(exec);
-    if let Some(guard) = guard {
-        guard.unlock().await?;
-    }
     Ok(Summary {
         run: run_id,
         dry_run,

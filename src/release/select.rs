@@ -117,6 +117,12 @@ pub fn select(observed: &[Observed], need: &Need<'_>, rules: Rules) -> Vec<Item>
         .collect()
 }
 
+/// Whether a resource goes on (and is paid for) after its planned end unless it is released:
+/// Azure capacity reservations have no end date; gpucap deletes them.
+pub fn lives_past_its_end(r: &ManagedResource) -> bool {
+    r.kind == ResourceKind::Reservation && r.cloud == Cloud::Azure
+}
+
 fn decide(o: &Observed, need: &Need<'_>, rules: Rules) -> Item {
     let r = &o.resource;
     let now = rules.now;
@@ -138,7 +144,10 @@ fn decide(o: &Observed, need: &Need<'_>, rules: Rules) -> Item {
         r.kind,
         ResourceKind::Reservation | ResourceKind::CapacityBlock | ResourceKind::Commitment
     );
-    if windowed && let Some(end) = r.end.filter(|end| *end <= now) {
+    if windowed
+        && !lives_past_its_end(r)
+        && let Some(end) = r.end.filter(|end| *end <= now)
+    {
         return item(
             Decision::Ended {
                 status: ResourceStatus::Expired,
@@ -182,7 +191,7 @@ fn decide(o: &Observed, need: &Need<'_>, rules: Rules) -> Item {
             return item(
                 Decision::LeftAlone,
                 format!(
-                    "`gpucap release` acts on AWS only so far; release it on {} by hand or with the generated Terraform",
+                    "`gpucap release` cannot act on {} in this run; release it by hand or with the generated Terraform",
                     r.cloud
                 ),
             );

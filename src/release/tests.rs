@@ -348,3 +348,62 @@ fn release_cancels_only_what_is_idle_and_unneeded_journals_it_and_a_stop_release
     assert!(third.reports.is_empty(), "{:#?}", third.reports);
     assert_eq!(fake.calls("CancelCapacityReservation"), 1);
 }
+
+#[test]
+fn an_azure_reservation_past_its_planned_end_is_not_taken_for_ended() {
+    // Azure capacity reservations have no end date: past the plan's window it still bills, so
+    // it is looked up and goes through the idle rule instead of being recorded as over.
+    let now = at(NOW);
+    let demand = demand(now);
+    let mut r = managed(
+        "azure-cr",
+        ResourceKind::Reservation,
+        "2026-12-20T00:00:00Z",
+        Some("2026-12-27T00:00:00Z"),
+    );
+    r.cloud = Cloud::Azure;
+    r.region = "eastus".into();
+    r.instance_type = "Standard_ND96isr_H100_v5".into();
+    assert!(select::lives_past_its_end(&r));
+    let mut aws = r.clone();
+    aws.cloud = Cloud::Aws;
+    assert!(!select::lives_past_its_end(&aws));
+    let mut found = cloud_copy(&r, Some(0), true);
+    found.end = None;
+    let rules = Rules {
+        now,
+        idle_after: Duration::hours(1),
+    };
+    let look = |r: &ManagedResource, rules: Rules| {
+        select::select(
+            &[Observed {
+                resource: r.clone(),
+                cloud: Lookup::Found(found.clone()),
+            }],
+            &Need::new(&demand),
+            rules,
+        )
+    };
+    let first = look(&r, rules);
+    assert_eq!(first[0].decision, Decision::Keep, "{:?}", first[0]);
+    assert_eq!(first[0].idle_since, Some(now));
+    r.idle_since = Some(now);
+    let later = look(
+        &r,
+        Rules {
+            now: now + Duration::hours(1),
+            ..rules
+        },
+    );
+    assert_eq!(later[0].decision, Decision::Cancel, "{:?}", later[0]);
+    // The same on AWS ended by itself.
+    let ended = select::select(
+        &[Observed {
+            resource: aws,
+            cloud: Lookup::NotAsked,
+        }],
+        &Need::new(&demand),
+        rules,
+    );
+    assert!(matches!(ended[0].decision, Decision::Ended { .. }));
+}

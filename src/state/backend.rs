@@ -1,10 +1,11 @@
 //! One interface over where `apply` keeps its state, journal, audit log and lock, so that the
-//! executor is written once and an S3 backend can follow the local one.
+//! executor is written once: [`LocalBackend`] here (a directory), and
+//! [`super::ObjectBackend`] for S3 (shared between machines).
 //!
 //! # Why the methods return futures
 //!
 //! The executor is already async: every cloud call it makes is a
-//! [`BoxFuture`] from the provider traits. An S3 backend is async
+//! [`BoxFuture`] from the provider traits. The S3 backend is async
 //! too (aws-sdk-s3). Had this trait been synchronous, the S3 backend would have to block inside
 //! the executor's runtime (`block_in_place`, which only works on a multi-threaded runtime and
 //! stalls a worker), and the lock's polling would sleep a runtime thread. With `BoxFuture`
@@ -16,7 +17,8 @@
 //!
 //! [`StateBackend::write_state`] and [`StateBackend::append_journal`] take the [`LockGuard`] as
 //! proof; the backend also checks that the lock is still this guard's (someone may have
-//! force-unlocked it) and fails with [`StateError::LockLost`] otherwise. The audit log is
+//! force-unlocked it, or taken over its expired lease) and fails with [`StateError::LockLost`]
+//! otherwise; the S3 backend renews the guard's lease there when it is due. The audit log is
 //! append-only and needs no lock.
 
 use std::path::{Path, PathBuf};
@@ -90,10 +92,15 @@ pub trait StateBackend: Send + Sync {
 }
 
 /// The backend `[state]` configures; relative directories are relative to `config_dir` (the
-/// directory of `gpucap.toml`).
-pub fn open(settings: &StateSettings, config_dir: &Path) -> Box<dyn StateBackend> {
+/// directory of `gpucap.toml`). Fails only when the build lacks the configured backend (S3
+/// without the `aws` feature); nothing is read or connected until the first call.
+pub fn open(
+    settings: &StateSettings,
+    config_dir: &Path,
+) -> Result<Box<dyn StateBackend>, StateError> {
     match settings.backend {
-        StateBackendKind::Local => Box::new(LocalBackend::new(config_dir.join(&settings.dir))),
+        StateBackendKind::Local => Ok(Box::new(LocalBackend::new(config_dir.join(settings.dir())))),
+        StateBackendKind::S3 => super::s3::open(settings),
     }
 }
 
@@ -445,7 +452,7 @@ mod tests {
     #[test]
     fn open_uses_the_configured_directory_beside_the_config() {
         let settings = StateSettings::default();
-        let b = open(&settings, Path::new("/repo/infra"));
+        let b = open(&settings, Path::new("/repo/infra")).unwrap();
         assert_eq!(b.location(), "/repo/infra/.gpucap/");
     }
 }

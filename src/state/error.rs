@@ -1,6 +1,6 @@
 //! The one error type of the state layer. `apply` must stop (and say exactly what to do) when
-//! state, journal, lock or audit log cannot be trusted, so every failure names the file and,
-//! for JSON, the line; none of them panics.
+//! state, journal, lock or audit log cannot be trusted, so every failure names the file (or the
+//! object, `s3://bucket/key`) and, for JSON, the line; none of them panics.
 
 use std::path::{Path, PathBuf};
 
@@ -44,12 +44,14 @@ pub enum StateError {
         source: serde_json::Error,
     },
     /// Another process holds the lock. The message names the holder and the way out.
-    #[error("{}", locked_message(path, holder, *holder_gone))]
+    #[error("{}", locked_message(path, holder, *holder_gone, *takeover))]
     Locked {
         path: PathBuf,
         holder: Box<LockInfo>,
         /// The holder's pid is on this host and that process no longer runs.
         holder_gone: bool,
+        /// The backend takes the lock over once the holder's lease has run out (S3).
+        takeover: bool,
     },
     /// The lock file exists but cannot be read as a lock (still being written, or damaged).
     #[error(
@@ -72,10 +74,11 @@ pub enum StateError {
     /// Nothing to unlock.
     #[error("the state is not locked (`{}` does not exist)", path.display())]
     NotLocked { path: PathBuf },
-    /// The lock this process took is gone or belongs to someone else now (force-unlocked).
+    /// The lock this process took is gone or belongs to someone else now (force-unlocked, or
+    /// taken over after its lease ran out).
     /// Nothing more may be written.
     #[error(
-        "the state lock {id} is no longer held by this process (`{}` {now}); stop: someone force-unlocked it",
+        "the state lock {id} is no longer held by this process (`{}` {now}); stop: someone force-unlocked it, or took it over after its lease ran out",
         path.display()
     )]
     LockLost {
@@ -97,6 +100,30 @@ pub enum StateError {
         read_serial: u64,
         disk_lineage: String,
         disk_serial: u64,
+    },
+    /// Another run wrote a journal record this run was about to write, while this run held the
+    /// lock: the journal moved under it, so nothing more may be sent.
+    #[error(
+        "{location}: journal record {seq} was written by another run while this one held the lock ({detail}); stop, and run `gpucap apply` again: it settles whatever was left unresolved"
+    )]
+    JournalConflict {
+        location: String,
+        seq: u64,
+        detail: String,
+    },
+    /// The object store refused or did not answer. (The store's error is part of the message,
+    /// not a separate cause: it would be printed twice.)
+    #[error("cannot {op} `{location}`: {error}")]
+    Store {
+        op: &'static str,
+        location: String,
+        error: gpucap_provider::ObjectError,
+    },
+    /// The configured backend is not in this build.
+    #[error("the `{backend}` state backend {message}")]
+    BackendUnavailable {
+        backend: &'static str,
+        message: String,
     },
     /// A credential-looking value survived scrubbing; nothing was written.
     #[error("refusing to write a credential-looking value to {what} at {}", paths.join(", "))]
@@ -121,7 +148,7 @@ impl StateError {
     }
 }
 
-fn locked_message(path: &Path, h: &LockInfo, gone: bool) -> String {
+fn locked_message(path: &Path, h: &LockInfo, gone: bool, takeover: bool) -> String {
     let mut s = format!(
         "the state is locked by {} on {} (pid {}, `{}`) since {}, lock id {}",
         h.who,
@@ -135,6 +162,12 @@ fn locked_message(path: &Path, h: &LockInfo, gone: bool) -> String {
         s.push_str(&format!(
             "; it is held by pid {} on this host, which is no longer running",
             h.pid
+        ));
+    }
+    if takeover {
+        s.push_str(&format!(
+            "; its lease runs until {}, after which the next run takes it over unless the holder renews it",
+            h.lease_until.to_rfc3339()
         ));
     }
     s.push_str(&format!(

@@ -9,16 +9,20 @@
 //!
 //! The local backend creates it with `O_EXCL` (`create_new`), so exactly one process wins. A
 //! second locker polls until its timeout, then fails naming the holder and suggesting
-//! `gpucap force-unlock ID`. Locks are not taken over when their lease runs out: a lease says
-//! how long the holder meant to run, not that it stopped, and a run that is merely slow must
-//! not be joined by a second one (Terraform's locks have no TTL either). The S3 backend may take
-//! over an expired lease with a compare-and-swap on the lock's ETag; locally, a dead holder is
-//! only *diagnosed* (same host, pid no longer running) and left to `force-unlock`.
+//! `gpucap force-unlock ID`. Local locks are not taken over when their lease runs out: on one
+//! machine a dead holder is *diagnosed* (same host, pid no longer running) and left to
+//! `force-unlock`, and a run that is merely slow must not be joined by a second one.
+//!
+//! The object-store backend ([`super::object_lock`]) shares the lock between machines, where no
+//! pid can be checked: there the lease is the holder's promise to renew before it runs out,
+//! and an expired lease may be taken over, by a compare-and-swap on the lock's ETag so that
+//! only one taker wins. Its guards carry the lock's current version ([`HeldVersion`]).
 
 use std::fmt;
 use std::fs::OpenOptions;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
@@ -70,19 +74,23 @@ pub struct LockOptions {
     pub operation: String,
     /// How long to wait for another holder to let go. Zero: try once.
     pub timeout: Duration,
-    /// How long this holder means to hold it (written as `lease_until`).
-    pub lease: Duration,
+    /// How long this holder means to hold it (written as `lease_until`). `None`: the
+    /// backend's own (`[state] lock_lease` for S3; one hour).
+    pub lease: Option<Duration>,
     /// How often to look again while waiting.
     pub poll: Duration,
 }
 
 impl LockOptions {
-    /// Try once, lease one hour, poll every half second.
+    /// The lease a backend gives when neither the caller nor its configuration says.
+    pub const DEFAULT_LEASE: Duration = Duration::from_secs(3600);
+
+    /// Try once, the backend's lease, poll every half second.
     pub fn new(operation: &str) -> LockOptions {
         LockOptions {
             operation: operation.to_string(),
             timeout: Duration::ZERO,
-            lease: Duration::from_secs(3600),
+            lease: None,
             poll: Duration::from_millis(500),
         }
     }
@@ -93,7 +101,7 @@ impl LockOptions {
     }
 
     pub fn lease(mut self, lease: Duration) -> LockOptions {
-        self.lease = lease;
+        self.lease = Some(lease);
         self
     }
 
@@ -150,6 +158,48 @@ pub struct LockGuard {
     info: LockInfo,
     location: String,
     release: Option<Box<dyn LockRelease>>,
+    version: Option<Arc<HeldVersion>>,
+}
+
+/// The version of a lock kept in an object store as its holder last wrote it: the ETag, and
+/// the lock document with the lease it carries. Writes under the lock check the stored lock
+/// still has this ETag, a lease renewal replaces it, and the release deletes only this
+/// version. Shared by the guard and its release (a renewal through one is seen by the other),
+/// hence the interior mutability.
+#[derive(Debug)]
+pub struct HeldVersion {
+    current: Mutex<Held>,
+}
+
+/// See [`HeldVersion`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Held {
+    pub etag: String,
+    pub info: LockInfo,
+    /// How long each renewal extends the lease.
+    pub lease: Duration,
+}
+
+impl HeldVersion {
+    pub fn new(held: Held) -> HeldVersion {
+        HeldVersion {
+            current: Mutex::new(held),
+        }
+    }
+
+    pub fn get(&self) -> Held {
+        self.current
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    pub fn set(&self, held: Held) {
+        *self
+            .current
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = held;
+    }
 }
 
 impl fmt::Debug for LockGuard {
@@ -170,9 +220,31 @@ impl LockGuard {
             info,
             location,
             release: Some(release),
+            version: None,
         }
     }
 
+    /// For object-store backends: a guard that also carries the lock's current version.
+    pub fn versioned(
+        info: LockInfo,
+        location: String,
+        release: Box<dyn LockRelease>,
+        version: Arc<HeldVersion>,
+    ) -> LockGuard {
+        LockGuard {
+            info,
+            location,
+            release: Some(release),
+            version: Some(version),
+        }
+    }
+
+    /// The lock's current version, for guards of object-store backends.
+    pub fn version(&self) -> Option<&Arc<HeldVersion>> {
+        self.version.as_ref()
+    }
+
+    /// The lock as taken (its lease as first written; renewals are in [`Self::version`]).
     pub fn info(&self) -> &LockInfo {
         &self.info
     }
@@ -257,7 +329,10 @@ pub async fn acquire_local(
     location: &str,
     options: &LockOptions,
 ) -> Result<LockGuard, StateError> {
-    let info = LockInfo::new(&options.operation, options.lease);
+    let info = LockInfo::new(
+        &options.operation,
+        options.lease.unwrap_or(LockOptions::DEFAULT_LEASE),
+    );
     let deadline = Instant::now() + options.timeout;
     loop {
         if try_create(path, &info)?.is_some() {
@@ -280,6 +355,7 @@ pub async fn acquire_local(
                     path: path.to_path_buf(),
                     holder_gone: holder_gone(&holder),
                     holder: Box::new(holder),
+                    takeover: false,
                 },
                 // Released just now: one more try.
                 Ok(None) => match try_create(path, &info)? {

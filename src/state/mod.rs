@@ -2,11 +2,19 @@
 //!
 //! - [`terraform`] reads reservations, capacity blocks and commitments bought earlier from a
 //!   Terraform state, so that a plan counts them instead of buying again.
-//! - The rest is `gpucap apply`'s own record, behind one [`StateBackend`] (today
-//!   [`LocalBackend`], a directory; S3 next): the [`State`] of what gpucap created
-//!   (`state.json`), the write-ahead [`journal`] of every cloud call (`journal.jsonl`), the
-//!   [`audit`] log (`audit.jsonl`) and the [`lock`] that keeps two runs from buying the same
-//!   thing. Credentials never reach the journal or the audit log ([`redact`]).
+//! - The rest is `gpucap apply`'s own record, behind one [`StateBackend`]: the [`State`] of
+//!   what gpucap created, the write-ahead [`journal`] of every cloud call, the [`audit`] log
+//!   and the [`lock`] that keeps two runs from buying the same thing. Credentials never reach
+//!   the journal or the audit log ([`redact`]). Two backends, picked by `[state] backend`
+//!   ([`backend::open`]):
+//!   - [`LocalBackend`]: a directory on one machine (`state.json`, `journal.jsonl`,
+//!     `audit.jsonl`, `lock.json`);
+//!   - [`ObjectBackend`]: objects in S3 ([`s3`]), shared by every machine that applies: the
+//!     state replaced only by compare-and-swap on its ETag, one immutable object per journal
+//!     and audit record, and a lock object taken with `If-None-Match`, renewed, taken over
+//!     when its lease ran out, and released with `If-Match` ([`object_lock`]). The store is
+//!     the narrow `gpucap_provider::objects::ObjectStore`, so the SDK stays in `gpucap-aws`
+//!     and the tests run on an in-memory fake; [`object_io`] holds the retry rules.
 //!
 //! An executor uses it like this:
 //!
@@ -45,7 +53,11 @@ mod fsio;
 pub mod journal;
 pub mod lock;
 pub mod managed;
+pub mod object_backend;
+pub mod object_io;
+pub mod object_lock;
 pub mod redact;
+pub mod s3;
 pub mod terraform;
 
 pub use audit::{AuditLog, AuditRecord};
@@ -54,6 +66,7 @@ pub use error::StateError;
 pub use journal::{Journal, JournalRead, JournalRecord, Step};
 pub use lock::{LockGuard, LockInfo, LockOptions};
 pub use managed::{AppliedPlan, ManagedResource, ResourceStatus, StalePlan, State, StateRef};
+pub use object_backend::ObjectBackend;
 
 /// A current-thread runtime for the state tests, which drive the async backend by hand.
 #[cfg(test)]

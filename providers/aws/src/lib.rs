@@ -7,7 +7,8 @@
 //! of the pricing half that talks to AWS, and `fetch` runs a whole pricing pass that survives
 //! partial failure.
 //!
-//! The act half, [`act`], buys, reserves, scales and releases capacity ([`AwsCapacity`]).
+//! The act half, [`act`], buys, reserves, scales and releases capacity ([`AwsCapacity`]);
+//! [`objects`] keeps `gpucap apply`'s shared state in S3 ([`S3Objects`]).
 
 pub mod act;
 pub mod anomaly;
@@ -19,6 +20,7 @@ pub mod fetch;
 pub mod instance_types;
 mod money;
 pub mod normalise;
+pub mod objects;
 pub mod placement;
 pub mod price_list;
 pub mod provider;
@@ -31,6 +33,7 @@ pub use client::AwsClients;
 pub use config::{AwsConfig, CapacityBlockQuery, StaticCredentials};
 pub use error::AwsError;
 pub use fetch::{AwsPrices, Failure, fetch, fetch_with};
+pub use objects::{S3Config, S3Objects};
 pub use placement::SpotPlacementScore;
 pub use provider::{AwsProvider, provider};
 pub use retry::RetryPolicy;

@@ -5,7 +5,11 @@
 //! The wire format and its classification rules are in `shared/reference/api-formats.md`, §5.
 //! [`retail`] parses and classifies one page (pure); [`client`] does the HTTP (filter,
 //! pagination, throttling).
+//!
+//! [`act`] is the other half: capacity reservations through Azure Resource Manager, for
+//! `gpucap apply` and `gpucap release`.
 
+pub mod act;
 pub mod client;
 pub mod retail;
 

@@ -2,6 +2,8 @@
 //! cloud's names are normalised to, the offer model, the [`Provider`] interface with its
 //! classified errors and shared retry policy, and the offline price sources every provider
 //! falls back to (the on-disk quote cache, the built-in snapshot, SkyPilot catalog imports).
+//! Beside prices, the act half's [`capacity`] traits and the [`objects`] store that shared
+//! `gpucap apply` state lives in.
 //!
 //! Provider crates (`gpucap-aws`, `gpucap-gcp`, `gpucap-azure`) depend on this crate, never on
 //! the `gpucap` binary, so that the heavy cloud SDKs stay out of the engine's build. The
@@ -20,6 +22,7 @@ pub mod cache;
 pub mod capacity;
 pub mod error;
 pub mod instance_types;
+pub mod objects;
 pub mod provider;
 pub mod retry;
 pub mod skypilot;
@@ -27,6 +30,7 @@ pub mod snapshot;
 pub mod validate;
 
 pub use error::{ErrorKind, ProviderError};
+pub use objects::{Object, ObjectError, ObjectFailure, ObjectStore, PutCondition};
 pub use provider::{
     Action, BoxFuture, Clock, CollectingReporter, Issue, Problem, Provider, Query, Readiness,
     Reporter, SystemClock,

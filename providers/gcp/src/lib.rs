@@ -6,6 +6,7 @@
 //! Pure reading lives in `sku`, `names`, `machines` and `normalise`; `client` is the only module
 //! that talks to Google, and `fetch` runs a whole pricing pass that survives partial failure.
 
+pub mod act;
 pub mod anomaly;
 pub mod client;
 pub mod config;

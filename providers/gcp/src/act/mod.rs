@@ -1,0 +1,166 @@
+//! The act half of the GCP provider: [`GcpCapacity`] creates, resizes and deletes zonal
+//! Compute Engine reservations (`reservations.insert`, `resize`, `delete`, through
+//! google-cloud-compute-v1's REST/JSON client) and finds them again by name and by gpucap's
+//! marks, implementing the `gpucap_provider::capacity` traits.
+//!
+//! Rules every method keeps, whatever the caller asks:
+//!
+//! - **Every mutating call carries a `requestId`**, a UUID v5 derived from the plan digest
+//!   and the action (never the zero UUID): Compute Engine ignores a repeat of a request it has
+//!   already completed and answers with the same Operation.
+//! - **Names are the identity.** Reservations have no labels; every reservation gpucap makes
+//!   is named from the plan digest and the action ([`names::reservation_name`]), and its
+//!   `description` carries gpucap's tags as JSON ([`names::description`]). Before an insert
+//!   the name is looked up, and a 409 `alreadyExists` is answered by looking the name up: if
+//!   the description says gpucap made it, what was asked is done. This also covers a
+//!   `requestId` older than Compute Engine's dedupe window (about an hour).
+//! - **Operations are followed to `DONE`** with `zoneOperations.wait` in a loop (it returns
+//!   after at most two minutes, sometimes earlier, not necessarily `DONE`), and the
+//!   Operation's `error.errors[]` is mapped onto the shared taxonomy ([`ops`]).
+//! - only reservations whose name and description say gpucap made them are ever resized or
+//!   deleted; a reservation with instances in it is not deleted;
+//! - no token is ever in an error, a log line or a `Debug` output.
+//!
+//! What this round does not do on GCP, answered with a clear error (and listed by
+//! `gpucap apply` as needing a person): capacity blocks (future reservations in calendar
+//! mode), commitments (`regionCommitments.insert`) and pools (instance templates and managed
+//! instance groups).
+
+pub mod names;
+mod ops;
+mod reservations;
+
+use std::time::Duration;
+
+use google_cloud_compute_v1::client::{Reservations as ReservationsClient, ZoneOperations};
+use google_cloud_gax::retry_policy::NeverRetry;
+use gpucap_provider::capacity::{ActError, ActErrorKind, ActResult};
+
+/// Sends Compute Engine requests here instead, with anonymous credentials; for tests.
+pub const ENDPOINT_ENV: &str = "GPUCAP_GCP_ENDPOINT_URL";
+/// The project gpucap's reservations live in (else `GOOGLE_CLOUD_PROJECT`).
+pub const PROJECT_ENV: &str = "GPUCAP_GCP_PROJECT";
+pub const GOOGLE_PROJECT_ENV: &str = "GOOGLE_CLOUD_PROJECT";
+/// Test hook: the pause after a failed `zoneOperations.wait`, in milliseconds.
+pub const POLL_MS_ENV: &str = "GPUCAP_GCP_POLL_MS";
+
+/// Where and how [`GcpCapacity`] connects.
+#[derive(Debug, Clone)]
+pub struct GcpCapacityConfig {
+    pub project: String,
+    /// Compute Engine's base URL; `None` is Google's (with Application Default Credentials).
+    pub endpoint: Option<String>,
+    /// How long an Operation is followed before it is reported `Unknown`.
+    pub operation_timeout: Duration,
+    /// The pause after a failed `zoneOperations.wait`.
+    pub poll_interval: Duration,
+}
+
+impl GcpCapacityConfig {
+    pub fn new(project: impl Into<String>) -> Self {
+        GcpCapacityConfig {
+            project: project.into(),
+            endpoint: None,
+            operation_timeout: Duration::from_secs(30 * 60),
+            poll_interval: Duration::from_secs(2),
+        }
+    }
+
+    /// Sends requests to `url` (a local peer), with anonymous credentials.
+    pub fn with_endpoint(mut self, url: impl Into<String>) -> Self {
+        self.endpoint = Some(url.into().trim_end_matches('/').to_string());
+        self
+    }
+
+    /// The project (`project`, else `GPUCAP_GCP_PROJECT`, else `GOOGLE_CLOUD_PROJECT`), and
+    /// `GPUCAP_GCP_ENDPOINT_URL`.
+    pub fn from_env(project: Option<&str>) -> ActResult<Self> {
+        let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
+        let Some(project) = project
+            .map(str::to_string)
+            .filter(|p| !p.trim().is_empty())
+            .or_else(|| var(PROJECT_ENV))
+            .or_else(|| var(GOOGLE_PROJECT_ENV))
+        else {
+            return Err(setup(format!(
+                "no GCP project: set `apply.gcp_project` in the config, or {PROJECT_ENV} or {GOOGLE_PROJECT_ENV}"
+            )));
+        };
+        let mut config = GcpCapacityConfig::new(project);
+        if let Some(url) = var(ENDPOINT_ENV) {
+            config = config.with_endpoint(url);
+        }
+        if let Some(ms) = var(POLL_MS_ENV).and_then(|v| v.parse::<u64>().ok()) {
+            config.poll_interval = Duration::from_millis(ms);
+        }
+        Ok(config)
+    }
+}
+
+fn setup(message: String) -> ActError {
+    ActError {
+        api: "gcp:connect".into(),
+        kind: ActErrorKind::Auth,
+        code: None,
+        message,
+        request_id: None,
+    }
+}
+
+/// The GCP implementation of `CapacityBlocks`, `Reservations`, `Pools` and `Describe`.
+#[derive(Clone)]
+pub struct GcpCapacity {
+    config: GcpCapacityConfig,
+    reservations: ReservationsClient,
+    operations: ZoneOperations,
+}
+
+impl std::fmt::Debug for GcpCapacity {
+    // By hand, so that nothing credential-shaped can ever reach a log line.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GcpCapacity")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl GcpCapacity {
+    /// Builds the clients: anonymous credentials with an endpoint override, else Application
+    /// Default Credentials (resolved on the first call, whose failure is an `Auth` error). The
+    /// SDK's own retries are off: the executor retries what is safe.
+    pub async fn new(config: GcpCapacityConfig) -> ActResult<Self> {
+        let creds = match &config.endpoint {
+            Some(_) => google_cloud_auth::credentials::anonymous::Builder::new().build(),
+            None => google_cloud_auth::credentials::Builder::default()
+                .build()
+                .map_err(|e| setup(format!("no Application Default Credentials: {e}")))?,
+        };
+        let build_err = |e: google_cloud_gax::client_builder::Error| {
+            setup(format!("cannot build the Compute Engine client: {e}"))
+        };
+        let mut reservations = ReservationsClient::builder()
+            .with_credentials(creds.clone())
+            .with_retry_policy(NeverRetry);
+        let mut operations = ZoneOperations::builder()
+            .with_credentials(creds)
+            .with_retry_policy(NeverRetry);
+        if let Some(url) = &config.endpoint {
+            reservations = reservations.with_endpoint(url);
+            operations = operations.with_endpoint(url);
+        }
+        Ok(GcpCapacity {
+            reservations: reservations.build().await.map_err(build_err)?,
+            operations: operations.build().await.map_err(build_err)?,
+            config,
+        })
+    }
+
+    /// A provider configured from the environment (see [`GcpCapacityConfig::from_env`]).
+    pub async fn from_env(project: Option<&str>) -> ActResult<Self> {
+        Self::new(GcpCapacityConfig::from_env(project)?).await
+    }
+
+    pub fn config(&self) -> &GcpCapacityConfig {
+        &self.config
+    }
+}

@@ -1,0 +1,278 @@
+//! Errors and Operations: every SDK error and every failed Operation classified onto the
+//! shared taxonomy, and the `zoneOperations.wait` loop that follows an Operation to `DONE`.
+
+use google_cloud_compute_v1::model::Operation;
+use google_cloud_compute_v1::model::operation;
+use google_cloud_gax::error::Error as GaxError;
+use google_cloud_gax::error::rpc::StatusDetails;
+use gpucap_provider::capacity::{ActError, ActErrorKind, ActResult};
+
+use super::GcpCapacity;
+
+pub const WAIT: &str = "zoneOperations.wait";
+
+/// A refusal or local failure, before or without any call.
+pub fn refuse(api: &str, kind: ActErrorKind, message: impl Into<String>) -> ActError {
+    ActError {
+        api: format!("gcp:{api}"),
+        kind,
+        code: None,
+        message: message.into(),
+        request_id: None,
+    }
+}
+
+/// The kind a Compute Engine error reason or Operation error code stands for, if it names one.
+pub fn kind_of_reason(reason: &str) -> Option<ActErrorKind> {
+    Some(match reason {
+        r if r.starts_with("ZONE_RESOURCE_POOL_EXHAUSTED") => ActErrorKind::Capacity,
+        "QUOTA_EXCEEDED" | "quotaExceeded" => ActErrorKind::Quota,
+        "rateLimitExceeded"
+        | "userRateLimitExceeded"
+        | "RESOURCE_OPERATION_RATE_EXCEEDED"
+        | "RATE_LIMIT_EXCEEDED" => ActErrorKind::Throttled,
+        "alreadyExists" | "RESOURCE_ALREADY_EXISTS" => ActErrorKind::Other,
+        "notFound" | "RESOURCE_NOT_FOUND" => ActErrorKind::NotFound,
+        "forbidden" | "insufficientPermissions" | "PERMISSION_DENIED" => ActErrorKind::Auth,
+        _ => return None,
+    })
+}
+
+/// Classifies an SDK error. `mutating`: the request may have changed something, so a
+/// transport failure or a 5xx after it was sent is `Unknown`, not `Transient`.
+pub fn classify(api: &str, err: &GaxError, mutating: bool) -> ActError {
+    let http = err.http_status_code();
+    let mut reasons: Vec<String> = Vec::new();
+    let mut message = err.to_string();
+    if let Some(status) = err.status() {
+        message = status.message.clone();
+        for d in &status.details {
+            if let StatusDetails::ErrorInfo(info) = d
+                && !info.reason.is_empty()
+            {
+                reasons.push(info.reason.clone());
+            }
+        }
+    }
+    let payload = err
+        .http_payload()
+        .map(|p| String::from_utf8_lossy(p).into_owned())
+        .unwrap_or_default();
+    // A reason also shows in the message or a raw (unparsed) body.
+    for known in [
+        "ZONE_RESOURCE_POOL_EXHAUSTED",
+        "QUOTA_EXCEEDED",
+        "RESOURCE_OPERATION_RATE_EXCEEDED",
+        "rateLimitExceeded",
+    ] {
+        if (message.contains(known) || payload.contains(known))
+            && !reasons.iter().any(|r| r.starts_with(known))
+        {
+            reasons.push(known.to_string());
+        }
+    }
+    let by_reason = reasons
+        .iter()
+        .find_map(|r| kind_of_reason(r).map(|k| (k, r)));
+    let (kind, code) = match (by_reason, http) {
+        (Some((k, r)), _) => (k, Some(r.clone())),
+        (None, Some(404)) => (ActErrorKind::NotFound, Some("notFound".into())),
+        (None, Some(409)) => (ActErrorKind::Other, Some("conflict".into())),
+        (None, Some(429)) => (ActErrorKind::Quota, Some("HTTP 429".into())),
+        (None, Some(401 | 403)) => (
+            ActErrorKind::Auth,
+            Some(format!("HTTP {}", http.unwrap_or(0))),
+        ),
+        (None, Some(s)) if s >= 500 => (
+            if mutating {
+                ActErrorKind::Unknown
+            } else {
+                ActErrorKind::Transient
+            },
+            Some(format!("HTTP {s}")),
+        ),
+        (None, Some(s)) => (ActErrorKind::Other, Some(format!("HTTP {s}"))),
+        (None, None) if err.is_authentication() => (ActErrorKind::Auth, None),
+        (None, None) if err.is_transient_and_before_rpc() || err.is_connect() => {
+            (ActErrorKind::Transient, None)
+        }
+        (None, None) if err.is_deserialization() => (ActErrorKind::Unknown, None),
+        (None, None) => (
+            if mutating {
+                ActErrorKind::Unknown
+            } else {
+                ActErrorKind::Transient
+            },
+            None,
+        ),
+    };
+    ActError {
+        api: format!("gcp:{api}"),
+        kind,
+        code,
+        message,
+        request_id: None,
+    }
+}
+
+/// The error a `DONE` Operation carries, if any, classified by its first error's code (a
+/// capacity, quota or rate code among them wins).
+pub fn operation_error(api: &str, op: &Operation) -> Option<ActError> {
+    let errors = op
+        .error
+        .as_ref()
+        .map(|e| e.errors.as_slice())
+        .unwrap_or(&[]);
+    if errors.is_empty() {
+        return None;
+    }
+    let codes: Vec<&str> = errors.iter().filter_map(|e| e.code.as_deref()).collect();
+    let found = codes
+        .iter()
+        .find_map(|c| kind_of_reason(c).map(|k| (k, c.to_string())));
+    let (kind, code) = match found {
+        Some(f) => f,
+        None => {
+            let kind = match op.http_error_status_code {
+                Some(404) => ActErrorKind::NotFound,
+                Some(429) => ActErrorKind::Quota,
+                Some(401 | 403) => ActErrorKind::Auth,
+                _ => ActErrorKind::Other,
+            };
+            (
+                kind,
+                codes.first().map(|c| c.to_string()).unwrap_or_default(),
+            )
+        }
+    };
+    let message = errors
+        .iter()
+        .filter_map(|e| e.message.as_deref())
+        .collect::<Vec<_>>()
+        .join("; ");
+    Some(ActError {
+        api: format!("gcp:{api}"),
+        kind,
+        code: Some(code).filter(|c| !c.is_empty()),
+        message,
+        request_id: op.name.clone(),
+    })
+}
+
+fn done(op: &Operation) -> bool {
+    matches!(op.status, Some(operation::Status::Done))
+}
+
+impl GcpCapacity {
+    /// Follows a zonal Operation until it is `DONE`: `zoneOperations.wait` returns after at
+    /// most about two minutes (and may return earlier) with the Operation as it is, so it is
+    /// called in a loop. A failed wait is retried (it changes nothing) until the operation
+    /// timeout, which is `Unknown`: the next attempt finds the reservation by name. Returns
+    /// the Operation's own error, classified, when it has one.
+    pub(crate) async fn wait_for(
+        &self,
+        api: &str,
+        zone: &str,
+        first: Operation,
+    ) -> ActResult<Operation> {
+        let deadline = tokio::time::Instant::now() + self.config.operation_timeout;
+        let name = first.name.clone().unwrap_or_default();
+        let mut op = first;
+        loop {
+            if done(&op) {
+                return match operation_error(api, &op) {
+                    Some(e) => Err(e),
+                    None => Ok(op),
+                };
+            }
+            if name.is_empty() {
+                return Err(refuse(
+                    api,
+                    ActErrorKind::Unknown,
+                    "the Operation has no name and is not DONE; it cannot be followed",
+                ));
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(refuse(
+                    api,
+                    ActErrorKind::Unknown,
+                    format!(
+                        "operation {name} is not DONE after {:?}",
+                        self.config.operation_timeout
+                    ),
+                ));
+            }
+            let waited = self
+                .operations
+                .wait()
+                .set_project(&self.config.project)
+                .set_zone(zone)
+                .set_operation(&name)
+                .send()
+                .await;
+            match waited {
+                Ok(next) => {
+                    if !done(&next) {
+                        tracing::debug!(operation = %name, "zoneOperations.wait returned before DONE");
+                    }
+                    op = next;
+                }
+                Err(e) => {
+                    let e = classify(WAIT, &e, false);
+                    if matches!(e.kind, ActErrorKind::Auth | ActErrorKind::NotFound) {
+                        return Err(ActError {
+                            kind: ActErrorKind::Unknown,
+                            ..e
+                        });
+                    }
+                    tracing::debug!(operation = %name, error = %e, "zoneOperations.wait failed; waiting again");
+                    tokio::time::sleep(self.config.poll_interval).await;
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn op(codes: &[&str], http: Option<i32>) -> Operation {
+        let mut o = Operation::default();
+        o.name = Some("operation-1".into());
+        o.status = Some(operation::Status::Done);
+        o.http_error_status_code = http;
+        let mut err = operation::Error::default();
+        for c in codes {
+            let mut e = operation::error::Errors::default();
+            e.code = Some(c.to_string());
+            e.message = Some(format!("{c} happened"));
+            err.errors.push(e);
+        }
+        o.error = Some(err);
+        o
+    }
+
+    #[test]
+    fn operation_errors_map_onto_the_taxonomy() {
+        let k = |codes: &[&str], http| {
+            operation_error("reservations.insert", &op(codes, http)).map(|e| e.kind)
+        };
+        assert_eq!(
+            k(&["ZONE_RESOURCE_POOL_EXHAUSTED"], Some(503)),
+            Some(ActErrorKind::Capacity)
+        );
+        assert_eq!(
+            k(&["ZONE_RESOURCE_POOL_EXHAUSTED_WITH_DETAILS"], Some(503)),
+            Some(ActErrorKind::Capacity)
+        );
+        assert_eq!(k(&["QUOTA_EXCEEDED"], Some(403)), Some(ActErrorKind::Quota));
+        assert_eq!(
+            k(&["RESOURCE_OPERATION_RATE_EXCEEDED"], None),
+            Some(ActErrorKind::Throttled)
+        );
+        assert_eq!(k(&["SOMETHING"], Some(429)), Some(ActErrorKind::Quota));
+        assert_eq!(k(&["SOMETHING"], Some(400)), Some(ActErrorKind::Other));
+        assert_eq!(k(&[], None), None);
+    }
+}

@@ -1,0 +1,544 @@
+//! `gpucap apply` and `gpucap release` on GCP end to end: the binary (built with the `gcp`
+//! feature), the GCP act provider and the local Compute Engine peer
+//! (`tests/peers/gce_peer.py`), which keeps its own record of every reservation it created
+//! and every insert it received. Every count is the peer's, never gpucap's.
+//!
+//! Run with `cargo test --features gcp --test apply_gcp_cli` (the Google SDK is not a default
+//! feature; without it this file is not built).
+//!
+//! The built-in price snapshot holds no GCP reservation offers (a reservation costs the
+//! on-demand price, so the planner has no reason to choose one), so the plan is made by
+//! `gpucap plan` for a GCP pool and two zonal `reserve` actions are added to it, priced like
+//! the pool's on-demand offer. The plan's input fingerprints stay those `gpucap plan` wrote, so
+//! `apply` accepts it.
+//!
+//! - the plan is applied: two reservations, each inserted once, a re-run has nothing to do;
+//! - killed (SIGKILL) after every journal record, and in the middle of an insert, then
+//!   force-unlocked and re-run: each reservation is inserted (created) exactly once;
+//! - an answer lost after Compute Engine acted: found by name, not inserted again; rate limits,
+//!   resets and 5xx retried;
+//! - `gpucap release` deletes an idle reservation no campaign needs, after two looks; keeps
+//!   one an instance uses; never touches one it did not make.
+
+#[path = "support/gce_peer.rs"]
+mod gce_peer;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use gce_peer::{GcePeer, PROJECT};
+use serde_json::{Value, json};
+
+const NOW: &str = "2026-12-28T00:00:00Z";
+/// After the campaigns (the last ends 2027-02-03), before the reservations' planned end.
+const AFTER: &str = "2027-02-10T00:00:00Z";
+/// The planned end of both reservations (their `deleteAtTime`).
+const RESERVED_UNTIL: &str = "2027-03-01T00:00:00Z";
+const ZONE_A: &str = "us-central1-a";
+const ZONE_B: &str = "us-central1-b";
+const FIRST: &str = "reserve-h100-gcp-gcp-us-central1-a-a3-highgpu-8g-2x-20261228-63d";
+const SECOND: &str = "reserve-h100-gcp-gcp-us-central1-b-a3-highgpu-8g-1x-20261228-63d";
+
+struct Project {
+    dir: tempfile::TempDir,
+}
+
+impl Project {
+    /// The offline-apply example's calendar with one GCP pool, and a plan with two zonal GCP
+    /// reservations due now.
+    fn new() -> Project {
+        let dir = tempfile::tempdir().unwrap();
+        let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/apply-offline");
+        std::fs::copy(
+            example.join("campaigns.yaml"),
+            dir.path().join("campaigns.yaml"),
+        )
+        .unwrap();
+        std::fs::write(
+            dir.path().join("gpucap.toml"),
+            format!(
+                r#"[planning]
+horizon = "8w"
+
+[inputs]
+calendars = ["campaigns.yaml"]
+
+[pools.h100-gcp]
+accelerator = "h100"
+regions = ["us-central1"]
+
+[[scenarios]]
+name = "expected"
+probability = 1.0
+
+[prices]
+offline = true
+
+[state]
+backend = "local"
+dir = ".gpucap"
+
+[apply]
+gcp_project = "{PROJECT}"
+"#
+            ),
+        )
+        .unwrap();
+        let project = Project { dir };
+        project.plan();
+        project
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    fn gpucap(&self, peer: &GcePeer, args: &[&str]) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_gpucap"));
+        cmd.arg("-c").arg(self.path("gpucap.toml")).args(args);
+        for k in [
+            "GPUCAP_HALT_AFTER_JOURNAL",
+            "GOOGLE_CLOUD_PROJECT",
+            "GOOGLE_APPLICATION_CREDENTIALS",
+        ] {
+            cmd.env_remove(k);
+        }
+        // The project comes from `apply.gcp_project`; the variable would send gpucap elsewhere.
+        cmd.env("GPUCAP_GCP_PROJECT", "not-this-project")
+            .env("GPUCAP_GCP_ENDPOINT_URL", peer.url())
+            .env("GPUCAP_GCP_POLL_MS", "20")
+            .env("GPUCAP_RETRY_BASE_MS", "5")
+            .env("NO_COLOR", "1");
+        cmd
+    }
+
+    /// `gpucap plan`, then the two reservations added (see the module docs).
+    fn plan(&self) {
+        let out = self.path("plan.json");
+        let run = Command::new(env!("CARGO_BIN_EXE_gpucap"))
+            .arg("-c")
+            .arg(self.path("gpucap.toml"))
+            .args(["plan", "--now", NOW, "-q", "-o", out.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert!(run.status.success(), "{}", text(&run.stderr));
+        let mut plan: Value =
+            serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+        let run_action = plan["actions"][0].clone();
+        assert_eq!(run_action["cloud"], "gcp", "{run_action}");
+        assert_eq!(run_action["instance_type"], "a3-highgpu-8g", "{run_action}");
+        let reserve = |id: &str, zone: &str, instances: u32| {
+            let mut a = run_action.clone();
+            a["id"] = id.into();
+            a["kind"] = "reserve".into();
+            a["zone"] = zone.into();
+            a["instances"] = instances.into();
+            a["gpus"] = (8 * instances).into();
+            a["start"] = NOW.into();
+            a["end"] = RESERVED_UNTIL.into();
+            a["start_hour"] = 0.into();
+            a["end_hour"] = (63 * 24).into();
+            a["due"] = NOW.into();
+            a["cost"] = (88.25 * 63.0 * 24.0 * f64::from(instances)).into();
+            a["irreversible"] = false.into();
+            a["campaigns"] = json!([]);
+            a
+        };
+        let actions = plan["actions"].as_array_mut().unwrap();
+        actions.push(reserve(FIRST, ZONE_A, 2));
+        actions.push(reserve(SECOND, ZONE_B, 1));
+        std::fs::write(&out, serde_json::to_vec_pretty(&plan).unwrap()).unwrap();
+    }
+
+    fn apply(&self, peer: &GcePeer, extra: &[&str]) -> Output {
+        self.apply_at(peer, NOW, extra)
+    }
+
+    fn apply_at(&self, peer: &GcePeer, now: &str, extra: &[&str]) -> Output {
+        let plan = self.path("plan.json");
+        let mut args = vec![
+            "apply",
+            plan.to_str().unwrap(),
+            "--now",
+            now,
+            "--auto-approve",
+            "--window",
+            "30d",
+        ];
+        if !extra.contains(&"--reconcile-wait") {
+            args.extend_from_slice(&["--reconcile-wait", "1s"]);
+        }
+        args.extend_from_slice(extra);
+        self.gpucap(peer, &args).output().unwrap()
+    }
+
+    fn release(&self, peer: &GcePeer, now: &str, extra: &[&str]) -> Output {
+        self.gpucap(peer, &["release", "--now", now, "--reconcile-wait", "1s"])
+            .args(extra)
+            .output()
+            .unwrap()
+    }
+
+    fn state(&self) -> Value {
+        serde_json::from_str(&std::fs::read_to_string(self.path(".gpucap/state.json")).unwrap())
+            .unwrap()
+    }
+
+    fn reservations_in_state(&self) -> Vec<Value> {
+        self.state()["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["kind"] == "reservation" && r["cloud"] == "gcp")
+            .cloned()
+            .collect()
+    }
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Each of the plan's two reservations was inserted and created exactly once, and both exist.
+fn assert_created_once(peer: &GcePeer, context: &str) {
+    for (what, counts) in [("created", peer.created()), ("inserted", peer.inserts())] {
+        assert_eq!(counts.len(), 2, "{context}: {what} {counts:?}");
+        assert!(
+            counts.values().all(|n| *n == 1),
+            "{context}: {what} twice: {counts:?}"
+        );
+    }
+    let live = peer.reservations();
+    assert_eq!(live.len(), 2, "{context}: {live:?}");
+    assert!(
+        live.iter().all(|r| r["status"] == "READY"),
+        "{context}: {live:?}"
+    );
+}
+
+#[test]
+fn a_plan_with_gcp_reservations_is_applied_once_and_a_rerun_has_nothing_to_do() {
+    let project = Project::new();
+    let peer = GcePeer::start(&json!({}));
+    let run = project.apply(&peer, &[]);
+    let (out, err) = (text(&run.stdout), text(&run.stderr));
+    assert!(run.status.success(), "{out}\n{err}");
+    assert!(out.contains("Done (2)"), "{out}");
+    assert_created_once(&peer, "first run");
+    let live = peer.reservations();
+    for r in &live {
+        let name = r["name"].as_str().unwrap();
+        assert!(name.starts_with("gpucap-") && name.len() <= 63, "{name}");
+        let tags: Value = serde_json::from_str(r["description"].as_str().unwrap()).unwrap();
+        assert_eq!(tags["managed-by"], "gpucap");
+        assert!(tags["gpucap:intent"].is_string());
+        assert_eq!(r["deleteAtTime"], "2027-03-01T00:00:00Z");
+        assert_eq!(
+            r["specificReservation"]["instanceProperties"]["machineType"],
+            "a3-highgpu-8g"
+        );
+    }
+    let in_a = live
+        .iter()
+        .find(|r| r["zone"].as_str().unwrap().ends_with(ZONE_A))
+        .unwrap();
+    assert_eq!(in_a["specificReservation"]["count"], "2");
+    // Every insert carried a requestId, none the zero UUID, and went to the configured project.
+    let record = peer.record();
+    for l in record["log"].as_array().unwrap() {
+        assert!(
+            l["path"]
+                .as_str()
+                .unwrap()
+                .starts_with(&format!("/compute/v1/projects/{PROJECT}/")),
+            "{l}"
+        );
+        if l["op"] == "insert" {
+            let rid = l["requestId"].as_str().unwrap();
+            assert_ne!(rid, "00000000-0000-0000-0000-000000000000");
+        }
+    }
+    let state = project.reservations_in_state();
+    assert_eq!(state.len(), 2);
+    assert!(state.iter().all(|r| r["status"] == "active"), "{state:?}");
+    assert!(
+        state
+            .iter()
+            .any(|r| r["id"] == format!("{ZONE_A}/{}", in_a["name"].as_str().unwrap())),
+        "{state:?}"
+    );
+
+    let again = project.apply(&peer, &[]);
+    assert!(again.status.success(), "{}", text(&again.stderr));
+    assert!(
+        text(&again.stdout).contains("Already done earlier"),
+        "{}",
+        text(&again.stdout)
+    );
+    assert_eq!(peer.calls("insert"), 2);
+
+    let audit = std::fs::read_to_string(project.path(".gpucap/audit.jsonl")).unwrap();
+    assert!(audit.contains("gcp:reservations.insert"), "{audit}");
+}
+
+#[test]
+fn a_dry_run_reads_only_and_an_exhausted_zone_is_reported_not_retried_blindly() {
+    let project = Project::new();
+    let peer = GcePeer::start(&json!({}));
+    let dry = project.apply(&peer, &["--dry-run"]);
+    let out = text(&dry.stdout);
+    assert!(dry.status.success(), "{out}\n{}", text(&dry.stderr));
+    assert!(out.contains("Would do (2)"), "{out}");
+    assert_eq!(peer.calls("insert"), 0);
+    assert!(!project.path(".gpucap/state.json").exists());
+
+    peer.set_faults(&json!({ "rules": [{ "fault": "pool_exhausted", "zone": ZONE_A }] }));
+    let run = project.apply(&peer, &[]);
+    let out = text(&run.stdout);
+    assert!(
+        out.contains("ZONE_RESOURCE_POOL_EXHAUSTED"),
+        "{out}\n{}",
+        text(&run.stderr)
+    );
+    assert_eq!(
+        peer.inserts().get(&gce_name(&peer, ZONE_B)).copied(),
+        Some(1)
+    );
+    let live = peer.reservations();
+    assert_eq!(live.len(), 1, "{live:?}");
+    assert!(live[0]["zone"].as_str().unwrap().ends_with(ZONE_B));
+}
+
+/// The name of the reservation in `zone` that the peer saw inserted.
+fn gce_name(peer: &GcePeer, zone: &str) -> String {
+    peer.reservations()
+        .iter()
+        .find(|r| r["zone"].as_str().unwrap().ends_with(zone))
+        .map(|r| r["name"].as_str().unwrap().to_string())
+        .unwrap_or_default()
+}
+
+/// Runs apply until it halts after journal record `n` (or finishes first), kills it with
+/// SIGKILL, and reports whether it halted.
+fn apply_and_kill_at(project: &Project, peer: &GcePeer, n: u64) -> bool {
+    let plan = project.path("plan.json");
+    let mut child = project
+        .gpucap(
+            peer,
+            &[
+                "apply",
+                plan.to_str().unwrap(),
+                "--now",
+                NOW,
+                "--window",
+                "30d",
+                "--auto-approve",
+            ],
+        )
+        .env("GPUCAP_HALT_AFTER_JOURNAL", n.to_string())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if line.contains("halted after journal record") {
+                let _ = tx.send(true);
+            }
+        }
+        let _ = tx.send(false);
+    });
+    let halted = rx.recv_timeout(Duration::from_secs(120)).unwrap_or(false);
+    let _ = child.kill(); // SIGKILL
+    let _ = child.wait();
+    halted
+}
+
+fn force_unlock(project: &Project, peer: &GcePeer) {
+    let text_ = std::fs::read_to_string(project.path(".gpucap/lock.json")).expect("a lock");
+    let v: Value = serde_json::from_str(&text_).unwrap();
+    let id = v["id"].as_str().unwrap();
+    let unlock = project
+        .gpucap(peer, &["force-unlock", id])
+        .output()
+        .unwrap();
+    assert!(unlock.status.success(), "{}", text(&unlock.stderr));
+}
+
+#[test]
+fn killed_at_every_journal_boundary_then_rerun_creates_each_reservation_exactly_once() {
+    // A full run writes intent, sent and done for each of the two reservations.
+    let probe = Project::new();
+    let probe_peer = GcePeer::start(&json!({}));
+    let run = probe.apply(&probe_peer, &[]);
+    assert!(run.status.success(), "{}", text(&run.stderr));
+    let records = std::fs::read_to_string(probe.path(".gpucap/journal.jsonl"))
+        .unwrap()
+        .lines()
+        .count() as u64;
+    assert_eq!(records, 6);
+
+    let started = Instant::now();
+    for n in 1..=records {
+        let project = Project::new();
+        let peer = GcePeer::start(&json!({}));
+        assert!(
+            apply_and_kill_at(&project, &peer, n),
+            "the run did not reach journal record {n}"
+        );
+        force_unlock(&project, &peer);
+        let rerun = project.apply(&peer, &[]);
+        assert!(
+            rerun.status.success(),
+            "kill after record {n}: {}\n{}",
+            text(&rerun.stdout),
+            text(&rerun.stderr)
+        );
+        assert_created_once(&peer, &format!("kill after record {n}"));
+        assert_eq!(
+            project.reservations_in_state().len(),
+            2,
+            "kill after record {n}"
+        );
+    }
+    eprintln!(
+        "{records} kill points checked in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+}
+
+#[test]
+fn killed_while_an_insert_is_under_way_then_rerun_inserts_it_once() {
+    let project = Project::new();
+    let peer = GcePeer::start(&json!({}));
+    // The first insert takes 2 s to act; the run is killed while it waits.
+    peer.set_faults(&json!({ "seed": 1, "rules": [
+        { "fault": "latency", "op": "insert", "calls": [1], "seconds": 2 }
+    ] }));
+    let plan = project.path("plan.json");
+    let mut child = project
+        .gpucap(
+            &peer,
+            &[
+                "apply",
+                plan.to_str().unwrap(),
+                "--now",
+                NOW,
+                "--window",
+                "30d",
+                "--auto-approve",
+            ],
+        )
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while peer.calls("insert") == 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    let _ = child.kill();
+    let _ = child.wait();
+    peer.set_faults(&json!({ "seed": 1, "rules": [] }));
+    force_unlock(&project, &peer);
+    let rerun = project.apply(&peer, &["--reconcile-wait", "3s"]);
+    assert!(
+        rerun.status.success(),
+        "{}\n{}",
+        text(&rerun.stdout),
+        text(&rerun.stderr)
+    );
+    // Give the delayed insert time to land, then count.
+    std::thread::sleep(Duration::from_millis(2500));
+    let created = peer.created();
+    assert_eq!(created.len(), 2, "{created:?}");
+    assert!(created.values().all(|n| *n == 1), "{created:?}");
+    assert_eq!(project.reservations_in_state().len(), 2);
+}
+
+#[test]
+fn a_lost_answer_is_found_by_name_and_rate_limits_resets_and_5xx_are_retried() {
+    let project = Project::new();
+    let peer = GcePeer::start(&json!({ "op_steps": 3 }));
+    peer.set_faults(&json!({ "seed": 3, "rules": [
+        { "fault": "drop_response", "op": "insert", "calls": [1] },
+        { "fault": "throttle", "op": "insert", "calls": [2] },
+        { "fault": "throttle", "status": 429, "op": "get", "calls": [2] },
+        { "fault": "status", "op": "operations.wait", "calls": [1], "status": 503 },
+        { "fault": "reset", "op": "get", "calls": [4] }
+    ] }));
+    let run = project.apply(&peer, &[]);
+    assert!(
+        run.status.success(),
+        "{}\n{}",
+        text(&run.stdout),
+        text(&run.stderr)
+    );
+    assert_created_once(&peer, "faults");
+    let record = peer.record();
+    assert_eq!(record["fault_counts"]["drop_response"], 1, "{record}");
+    assert_eq!(record["fault_counts"]["throttle"], 2, "{record}");
+}
+
+#[test]
+fn release_deletes_an_idle_unneeded_reservation_it_made_and_nothing_else() {
+    let project = Project::new();
+    let peer = GcePeer::start(&json!({}));
+    let run = project.apply(&peer, &[]);
+    assert!(run.status.success(), "{}", text(&run.stderr));
+    // Reservations someone else made in the same zone: one with a gpucap-looking name.
+    peer.seed(&json!({ "zone": ZONE_A, "name": "infra-h100", "machine_type": "a3-highgpu-8g", "count": 2, "description": "team infra" }));
+    peer.seed(&json!({ "zone": ZONE_A, "name": "gpucap-not-really", "machine_type": "a3-highgpu-8g", "count": 1 }));
+    let in_b = gce_name(&peer, ZONE_B);
+    let in_a = peer
+        .reservations()
+        .iter()
+        .find(|r| {
+            r["zone"].as_str().unwrap().ends_with(ZONE_A)
+                && r["description"]
+                    .as_str()
+                    .is_some_and(|d| d.contains("managed-by"))
+        })
+        .unwrap()["name"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // An instance runs in the one in zone b.
+    peer.set_usage(&json!({ &in_b: 1 }));
+
+    let first = project.release(&peer, AFTER, &["--auto-approve"]);
+    let out = text(&first.stdout);
+    assert!(first.status.success(), "{out}\n{}", text(&first.stderr));
+    assert!(out.contains("unused since"), "{out}");
+    assert!(out.contains("1 of 1 instance(s) run in it"), "{out}");
+    assert_eq!(peer.calls("delete"), 0);
+
+    let second = project.release(&peer, "2027-02-10T01:00:00Z", &["--auto-approve"]);
+    let out = text(&second.stdout);
+    assert!(second.status.success(), "{out}\n{}", text(&second.stderr));
+    assert!(out.contains("Released (1)"), "{out}");
+    assert_eq!(peer.calls("delete"), 1);
+    assert_eq!(peer.counts("deleted").get(&in_a), Some(&1));
+    let left: Vec<String> = peer
+        .reservations()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap().to_string())
+        .collect();
+    assert!(left.contains(&in_b), "{left:?}");
+    assert!(left.contains(&"infra-h100".to_string()), "{left:?}");
+    assert!(left.contains(&"gpucap-not-really".to_string()), "{left:?}");
+    assert_eq!(left.len(), 3);
+    let released: Vec<Value> = project
+        .reservations_in_state()
+        .into_iter()
+        .filter(|r| r["status"] == "released")
+        .collect();
+    assert_eq!(released.len(), 1);
+    let audit = std::fs::read_to_string(project.path(".gpucap/audit.jsonl")).unwrap();
+    assert!(audit.contains("gcp:reservations.delete"), "{audit}");
+}

@@ -1,0 +1,666 @@
+#!/usr/bin/env python3
+"""A local Compute Engine peer for gpucap's tests: an HTTP server that answers the zonal
+reservation and zone operation APIs (compute/v1, REST/JSON, the transport
+google-cloud-compute-v1 speaks) in the documented JSON, runs their Operations
+(PENDING -> RUNNING -> DONE, with or without error.errors[]), dedupes requestIds, keeps its
+own record of everything created, and injects faults on request.
+
+Why it exists: there is no Compute Engine emulator, and gpucap's apply must be tested against
+rate limits, exhausted zones and a response lost after Compute Engine acted. The formats
+replayed are summarised, with their sources, in docs/gce-reservations-api.md.
+
+Served (P = /compute/v1/projects/{project}):
+  POST   P/zones/{z}/reservations?requestId=U        insert: 200 Operation (PENDING);
+                                                    409 alreadyExists for a taken name; the
+                                                    same requestId within `dedupe_seconds`
+                                                    answers with the same Operation
+  GET    P/zones/{z}/reservations/{r}                 the Reservation / 404 notFound
+  GET    P/zones/{z}/reservations                     {"kind", "id", "items"?, "selfLink"}
+  GET    P/aggregated/reservations                    {"items": {"zones/{z}": {"reservations"
+                                                    | "warning"}}}
+  POST   P/zones/{z}/reservations/{r}/resize?requestId=U   {"specificSkuCount": N}: Operation
+  DELETE P/zones/{z}/reservations/{r}?requestId=U    Operation; 400 resourceInUseByAnotherResource
+                                                    while instances use it
+  GET    P/zones/{z}/operations/{op}                  the Operation (one step further)
+  POST   P/zones/{z}/operations/{op}/wait             the Operation, one step further: it
+                                                    returns early (RUNNING) before DONE,
+                                                    as the real wait may
+
+An Operation takes `op_steps` observations (default 2: PENDING -> RUNNING -> DONE). A get or
+wait of it is one; so is any read of the reservations in its zone (operations run whether
+they are polled or not). Its effect (the reservation READY, resized or gone) lands at DONE.
+Errors use Compute Engine's envelope {"error": {"code": N, "message", "errors": [{"message",
+"domain", "reason"}]}}; a failed Operation carries {"error": {"errors": [{"code",
+"message"}]}, "httpErrorStatusCode", "httpErrorMessage"}.
+
+Control API (JSON, not part of Compute Engine):
+  GET  /_peer/record   {"requests": n, "calls": {OP: n}, "log": [...], "faults": [...],
+                       "fault_counts": {}, "inserts": {name: n} (insert calls that made a new
+                       Operation), "created": {name: n} (how often a reservation of that name
+                       came into existence), "deleted": {name: n}, "resizes": {name: n},
+                       "deduped": n, "reservations": [...] (as GET shows them)}
+  POST /_peer/config   {"op_steps": 2, "dedupe_seconds": 3600}
+  POST /_peer/faults   {"seed": 7, "rules": [RULE, ...]} replaces the rules
+  POST /_peer/reset    forgets everything
+  POST /_peer/usage    {"<reservation name>": N}: N instances use it from now on
+  POST /_peer/seed     {"zone", "name", "machine_type", "count", "description"?} makes a READY
+                       reservation as another client would
+
+A RULE is {"fault": KIND, ...}. OP names: `insert`, `get`, `list`, `aggregatedList`,
+`resize`, `delete`, `operations.get`, `operations.wait`. Transport faults match on "op" (a
+name, a list, or "*"/absent), optional "calls" (1-based indices of that op's calls),
+"probability" (seeded) and "times":
+  "throttle"       403 rateLimitExceeded (usageLimits); "status": 429 for the 429 form
+  "status"         "status": 500|503|..., a Compute error envelope
+  "reset"          TCP reset before acting: nothing happened
+  "latency"        sleeps "seconds" first
+  "drop_response"  carries the call out, then resets the connection without an answer
+State faults (on insert, resize to more):
+  "pool_exhausted" {"zone"?, "machine_type"?, "code"?}: the Operation ends DONE with error
+                   ZONE_RESOURCE_POOL_EXHAUSTED (or "code"), httpErrorStatusCode 503; nothing
+                   is reserved
+  "quota"          the Operation ends DONE with error QUOTA_EXCEEDED, httpErrorStatusCode 403
+  "op_rate"        the Operation ends DONE with error RESOURCE_OPERATION_RATE_EXCEEDED
+
+With GCE_PEER_REQUIRE_AUTH set in its environment, a request without `Authorization` is 401
+(the tests run with anonymous credentials, which send none).
+
+Usage: gce_peer.py [--port 0] [--exit-on-stdin-eof]. Binds 127.0.0.1, prints the port as the
+first line of stdout. Python 3 standard library only.
+"""
+
+import argparse
+import json
+import os
+import random
+import re
+import signal
+import socket
+import struct
+import sys
+import threading
+import time
+import urllib.parse
+import uuid
+from datetime import datetime, timezone
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+TRANSPORT_FAULTS = {"throttle", "status", "reset", "latency", "drop_response"}
+STATE_FAULTS = {"pool_exhausted", "quota", "op_rate"}
+BASE = "https://www.googleapis.com/compute/v1"
+NAME_RE = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
+
+ROUTES = [
+    ("POST", re.compile(r"^/compute/v1/projects/(?P<p>[^/]+)/zones/(?P<z>[^/]+)/reservations$"), "insert"),
+    ("GET", re.compile(r"^/compute/v1/projects/(?P<p>[^/]+)/zones/(?P<z>[^/]+)/reservations$"), "list"),
+    ("GET", re.compile(r"^/compute/v1/projects/(?P<p>[^/]+)/aggregated/reservations$"), "aggregatedList"),
+    ("GET", re.compile(r"^/compute/v1/projects/(?P<p>[^/]+)/zones/(?P<z>[^/]+)/reservations/(?P<r>[^/]+)$"), "get"),
+    ("DELETE", re.compile(r"^/compute/v1/projects/(?P<p>[^/]+)/zones/(?P<z>[^/]+)/reservations/(?P<r>[^/]+)$"), "delete"),
+    ("POST", re.compile(r"^/compute/v1/projects/(?P<p>[^/]+)/zones/(?P<z>[^/]+)/reservations/(?P<r>[^/]+)/resize$"), "resize"),
+    ("GET", re.compile(r"^/compute/v1/projects/(?P<p>[^/]+)/zones/(?P<z>[^/]+)/operations/(?P<op>[^/]+)$"), "operations.get"),
+    ("POST", re.compile(r"^/compute/v1/projects/(?P<p>[^/]+)/zones/(?P<z>[^/]+)/operations/(?P<op>[^/]+)/wait$"), "operations.wait"),
+]
+
+
+def rfc3339(t=None):
+    t = t or datetime.now(timezone.utc)
+    return t.strftime("%Y-%m-%dT%H:%M:%S.") + "%03d-00:00" % (t.microsecond // 1000)
+
+
+def new_id():
+    return str(random.getrandbits(62))
+
+
+class GceError(Exception):
+    def __init__(self, status, reason, message, domain="global", extra=None):
+        super().__init__(message)
+        self.status, self.reason, self.message, self.domain = status, reason, message, domain
+        self.extra = extra or {}
+
+    def envelope(self):
+        doc = {"error": {"code": self.status, "message": self.message,
+                         "errors": [{"message": self.message, "domain": self.domain, "reason": self.reason}]}}
+        doc["error"].update(self.extra)
+        return doc
+
+
+class Peer:
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.op_steps = 2
+        self.dedupe_seconds = 3600
+        self.reset_locked()
+
+    def reset_locked(self):
+        self.reservations = {}  # (project, zone, name) -> dict
+        self.operations = {}  # name -> dict
+        self.request_ids = {}  # requestId -> (time, operation name)
+        self.rules = []
+        self.fired = []
+        self.rng = random.Random(0)
+        self.record = {"requests": 0, "calls": {}, "log": [], "faults": [], "fault_counts": {},
+                       "inserts": {}, "created": {}, "deleted": {}, "resizes": {}, "deduped": 0}
+
+    # ---- control -------------------------------------------------------------------------
+
+    def configure(self, cfg):
+        with self.lock:
+            self.op_steps = max(1, int(cfg.get("op_steps", self.op_steps)))
+            self.dedupe_seconds = float(cfg.get("dedupe_seconds", self.dedupe_seconds))
+
+    def set_faults(self, cfg):
+        with self.lock:
+            rules = cfg.get("rules", [])
+            for r in rules:
+                if r.get("fault") not in TRANSPORT_FAULTS | STATE_FAULTS:
+                    raise ValueError("unknown fault %r" % r.get("fault"))
+            self.rules = rules
+            self.fired = [0] * len(rules)
+            self.rng = random.Random(cfg.get("seed", 0))
+
+    def snapshot(self):
+        with self.lock:
+            doc = json.loads(json.dumps(self.record))
+            doc["reservations"] = [self.view(r) for r in self.reservations.values()]
+            return doc
+
+    def set_usage(self, doc):
+        with self.lock:
+            for name, n in doc.items():
+                found = [r for r in self.reservations.values() if r["name"] == name]
+                if not found:
+                    raise KeyError("no reservation named %s" % name)
+                for r in found:
+                    r["in_use"] = int(n)
+
+    def seed(self, doc):
+        with self.lock:
+            r = self.new_reservation_locked(doc.get("project", "gpucap-test"), doc["zone"], doc["name"],
+                                            doc["machine_type"], int(doc.get("count", 1)),
+                                            doc.get("description"), None)
+            r["status"] = "READY"
+            return {"selfLink": r["selfLink"]}
+
+    # ---- faults --------------------------------------------------------------------------
+
+    def count_fault_locked(self, op, call, kind):
+        self.record["faults"].append({"op": op, "call": call, "fault": kind})
+        self.record["fault_counts"][kind] = self.record["fault_counts"].get(kind, 0) + 1
+
+    def transport_faults(self, op, call):
+        latency, fault = 0.0, None
+        with self.lock:
+            for i, rule in enumerate(self.rules):
+                kind = rule["fault"]
+                if kind not in TRANSPORT_FAULTS:
+                    continue
+                want = rule.get("op", "*")
+                if want != "*" and op not in (want if isinstance(want, list) else [want]):
+                    continue
+                if "calls" in rule and call not in rule["calls"]:
+                    continue
+                if "times" in rule and self.fired[i] >= int(rule["times"]):
+                    continue
+                if "probability" in rule and self.rng.random() >= float(rule["probability"]):
+                    continue
+                if kind == "latency":
+                    latency += float(rule.get("seconds", 1))
+                elif fault is None:
+                    fault = rule
+                else:
+                    continue
+                self.fired[i] += 1
+                self.count_fault_locked(op, call, kind)
+        return latency, fault
+
+    def state_fault_locked(self, zone, machine_type):
+        for i, rule in enumerate(self.rules):
+            if rule["fault"] not in STATE_FAULTS:
+                continue
+            if "zone" in rule and rule["zone"] != zone:
+                continue
+            if "machine_type" in rule and rule["machine_type"] != machine_type:
+                continue
+            if "times" in rule and self.fired[i] >= int(rule["times"]):
+                continue
+            self.fired[i] += 1
+            self.count_fault_locked("state", 0, rule["fault"])
+            return rule
+        return None
+
+    # ---- resources -----------------------------------------------------------------------
+
+    def zone_link(self, project, zone):
+        return "%s/projects/%s/zones/%s" % (BASE, project, zone)
+
+    def new_reservation_locked(self, project, zone, name, machine_type, count, description, delete_at):
+        r = {"project": project, "zone": zone, "name": name, "machine_type": machine_type,
+             "count": count, "in_use": 0, "description": description, "delete_at": delete_at,
+             "status": "CREATING", "id": new_id(), "created": rfc3339(),
+             "selfLink": "%s/reservations/%s" % (self.zone_link(project, zone), name)}
+        self.reservations[(project, zone, name)] = r
+        self.record["created"][name] = self.record["created"].get(name, 0) + 1
+        return r
+
+    def view(self, r):
+        doc = {
+            "kind": "compute#reservation",
+            "id": r["id"],
+            "creationTimestamp": r["created"],
+            "selfLink": r["selfLink"],
+            "zone": self.zone_link(r["project"], r["zone"]),
+            "name": r["name"],
+            "specificReservation": {
+                "instanceProperties": {"machineType": r["machine_type"]},
+                "count": str(r["count"]),
+                "inUseCount": str(r["in_use"]),
+                "assuredCount": str(r["count"]),
+            },
+            "specificReservationRequired": False,
+            "status": r["status"],
+            "satisfiesPzs": False,
+        }
+        if r["description"] is not None:
+            doc["description"] = r["description"]
+        if r["delete_at"]:
+            doc["deleteAtTime"] = r["delete_at"]
+        return doc
+
+    # ---- operations ----------------------------------------------------------------------
+
+    def new_operation_locked(self, project, zone, kind, target, effect, request_id, failure=None):
+        name = "operation-%d-%s" % (int(time.time() * 1000), uuid.uuid4().hex[:24])
+        op = {"name": name, "project": project, "zone": zone, "kind": kind, "target": target,
+              "effect": effect, "failure": failure, "step": 0, "request_id": request_id,
+              "id": new_id(), "insert": rfc3339(), "start": None, "end": None}
+        self.operations[name] = op
+        if request_id:
+            self.request_ids[request_id] = (time.time(), name)
+        return op
+
+    def advance_locked(self, op):
+        if op["step"] >= self.op_steps:
+            return
+        op["step"] += 1
+        if op["start"] is None:
+            op["start"] = rfc3339()
+        if op["step"] >= self.op_steps:
+            op["end"] = rfc3339()
+            if op["failure"] is None and op["effect"]:
+                op["effect"]()
+
+    def advance_zone_locked(self, project, zone):
+        for op in list(self.operations.values()):
+            if op["project"] == project and (zone is None or op["zone"] == zone):
+                self.advance_locked(op)
+
+    def op_view(self, op):
+        status = "PENDING" if op["step"] == 0 else ("DONE" if op["step"] >= self.op_steps else "RUNNING")
+        zl = self.zone_link(op["project"], op["zone"])
+        doc = {
+            "kind": "compute#operation",
+            "id": op["id"],
+            "name": op["name"],
+            "zone": zl,
+            "operationType": op["kind"],
+            "targetLink": "%s/reservations/%s" % (zl, op["target"]),
+            "targetId": new_id(),
+            "status": status,
+            "user": "gpucap-test@example.iam.gserviceaccount.com",
+            "progress": 100 if status == "DONE" else 0,
+            "insertTime": op["insert"],
+            "selfLink": "%s/operations/%s" % (zl, op["name"]),
+        }
+        if op["request_id"]:
+            doc["clientOperationId"] = op["request_id"]
+        if op["start"]:
+            doc["startTime"] = op["start"]
+        if status == "DONE":
+            doc["endTime"] = op["end"]
+            if op["failure"]:
+                code, message, http, http_message = op["failure"]
+                doc["error"] = {"errors": [{"code": code, "message": message}]}
+                doc["httpErrorStatusCode"] = http
+                doc["httpErrorMessage"] = http_message
+        return doc
+
+    def failure_of(self, rule, zone, machine_type):
+        kind = rule["fault"]
+        if kind == "pool_exhausted":
+            code = rule.get("code", "ZONE_RESOURCE_POOL_EXHAUSTED")
+            return (code, "The zone '%s' does not have enough resources available to fulfill the request. "
+                          "'(resource type:compute)'." % zone, 503, "SERVICE UNAVAILABLE")
+        if kind == "quota":
+            return ("QUOTA_EXCEEDED", "Quota 'NVIDIA_H100_GPUS' exceeded.  Limit: 0.0 in region %s." % zone.rsplit("-", 1)[0],
+                    403, "FORBIDDEN")
+        return ("RESOURCE_OPERATION_RATE_EXCEEDED",
+                "Operation rate exceeded for resource '%s'. Too frequent operations from the source resource." % machine_type,
+                403, "FORBIDDEN")
+
+    def deduped_locked(self, request_id):
+        if not request_id:
+            return None
+        seen = self.request_ids.get(request_id)
+        if seen and time.time() - seen[0] <= self.dedupe_seconds and seen[1] in self.operations:
+            self.record["deduped"] += 1
+            return self.operations[seen[1]]
+        return None
+
+    # ---- the API -------------------------------------------------------------------------
+
+    def check_request_id(self, query):
+        rid = query.get("requestId")
+        if rid is None:
+            return None
+        try:
+            u = uuid.UUID(rid)
+        except ValueError:
+            raise GceError(400, "invalid", "Invalid value for field 'requestId': '%s'. Must be a valid UUID." % rid)
+        if u.int == 0:
+            raise GceError(400, "invalid", "Invalid value for field 'requestId': '%s'. Zero UUID is not supported." % rid)
+        return rid
+
+    def insert(self, p, z, query, body):
+        rid = self.check_request_id(query)
+        doc = json.loads(body or b"{}")
+        with self.lock:
+            op = self.deduped_locked(rid)
+            if op:
+                return 200, self.op_view(op)
+            name = doc.get("name") or ""
+            if not NAME_RE.match(name):
+                raise GceError(400, "invalid", "Invalid value for field 'resource.name': '%s'. Must be a match of "
+                                               "regex '[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?'" % name)
+            spec = doc.get("specificReservation") or {}
+            count = int(spec.get("count") or 0)
+            machine = (spec.get("instanceProperties") or {}).get("machineType")
+            if count < 1 or not machine:
+                raise GceError(400, "invalid", "Invalid value for field 'resource.specificReservation'.")
+            if (p, z, name) in self.reservations:
+                raise GceError(409, "alreadyExists",
+                               "The resource 'projects/%s/zones/%s/reservations/%s' already exists" % (p, z, name))
+            self.record["inserts"][name] = self.record["inserts"].get(name, 0) + 1
+            rule = self.state_fault_locked(z, machine)
+            if rule:
+                op = self.new_operation_locked(p, z, "insert", name, None, rid, self.failure_of(rule, z, machine))
+                return 200, self.op_view(op)
+            r = self.new_reservation_locked(p, z, name, machine, count, doc.get("description"), doc.get("deleteAtTime"))
+
+            def ready():
+                r["status"] = "READY"
+            op = self.new_operation_locked(p, z, "insert", name, ready, rid)
+            return 200, self.op_view(op)
+
+    def reservation_locked(self, p, z, r):
+        found = self.reservations.get((p, z, r))
+        if found is None:
+            raise GceError(404, "notFound", "The resource 'projects/%s/zones/%s/reservations/%s' was not found" % (p, z, r))
+        return found
+
+    def get(self, p, z, r):
+        with self.lock:
+            self.advance_zone_locked(p, z)
+            return 200, self.view(self.reservation_locked(p, z, r))
+
+    def list(self, p, z):
+        with self.lock:
+            self.advance_zone_locked(p, z)
+            items = [self.view(r) for (rp, rz, _), r in sorted(self.reservations.items()) if (rp, rz) == (p, z)]
+            doc = {"kind": "compute#reservationList", "id": "projects/%s/zones/%s/reservations" % (p, z),
+                   "selfLink": "%s/reservations" % self.zone_link(p, z)}
+            if items:
+                doc["items"] = items
+            return 200, doc
+
+    def aggregated(self, p):
+        with self.lock:
+            self.advance_zone_locked(p, None)
+            zones = sorted({rz for (rp, rz, _) in self.reservations if rp == p} | {"us-central1-a", "us-central1-b"})
+            items = {}
+            for z in zones:
+                found = [self.view(r) for (rp, rz, _), r in sorted(self.reservations.items()) if (rp, rz) == (p, z)]
+                if found:
+                    items["zones/" + z] = {"reservations": found}
+                else:
+                    items["zones/" + z] = {"warning": {
+                        "code": "NO_RESULTS_ON_PAGE",
+                        "message": "There are no results for scope 'zones/%s' on this page." % z,
+                        "data": [{"key": "scope", "value": "zones/" + z}]}}
+            return 200, {"kind": "compute#reservationAggregatedList", "id": "projects/%s/aggregated/reservations" % p,
+                         "items": items, "selfLink": "%s/projects/%s/aggregated/reservations" % (BASE, p)}
+
+    def resize(self, p, z, rname, query, body):
+        rid = self.check_request_id(query)
+        doc = json.loads(body or b"{}")
+        with self.lock:
+            op = self.deduped_locked(rid)
+            if op:
+                return 200, self.op_view(op)
+            r = self.reservation_locked(p, z, rname)
+            n = int(doc.get("specificSkuCount") or 0)
+            if n < 1 or n > 1000:
+                raise GceError(400, "invalid", "Invalid value for field 'specificSkuCount': '%s'." % n)
+            self.record["resizes"][rname] = self.record["resizes"].get(rname, 0) + 1
+            rule = self.state_fault_locked(z, r["machine_type"]) if n > r["count"] else None
+            if rule:
+                op = self.new_operation_locked(p, z, "resize", rname, None, rid,
+                                               self.failure_of(rule, z, r["machine_type"]))
+                return 200, self.op_view(op)
+            r["status"] = "UPDATING"
+
+            def resized():
+                r["count"] = n
+                r["status"] = "READY"
+            op = self.new_operation_locked(p, z, "resize", rname, resized, rid)
+            return 200, self.op_view(op)
+
+    def delete(self, p, z, rname, query):
+        rid = self.check_request_id(query)
+        with self.lock:
+            op = self.deduped_locked(rid)
+            if op:
+                return 200, self.op_view(op)
+            r = self.reservation_locked(p, z, rname)
+            if r["in_use"] > 0:
+                raise GceError(400, "resourceInUseByAnotherResource",
+                               "The reservation '%s' is in use by %d instance(s)." % (rname, r["in_use"]))
+            r["status"] = "DELETING"
+
+            def gone():
+                if self.reservations.pop((p, z, rname), None) is not None:
+                    self.record["deleted"][rname] = self.record["deleted"].get(rname, 0) + 1
+            op = self.new_operation_locked(p, z, "delete", rname, gone, rid)
+            return 200, self.op_view(op)
+
+    def operation(self, p, z, name):
+        with self.lock:
+            op = self.operations.get(name)
+            if op is None or op["project"] != p or op["zone"] != z:
+                raise GceError(404, "notFound", "The resource 'projects/%s/zones/%s/operations/%s' was not found" % (p, z, name))
+            # One step per call: a wait returns (early) with RUNNING before DONE.
+            self.advance_locked(op)
+            return 200, self.op_view(op)
+
+
+class Handler(BaseHTTPRequestHandler):
+    server_version = "gpucap-gce-peer"
+    protocol_version = "HTTP/1.0"
+
+    def log_message(self, format, *args):  # noqa: A002
+        pass
+
+    def finish(self):
+        try:
+            super().finish()
+        except OSError:
+            pass
+
+    @property
+    def peer(self):
+        return self.server.peer
+
+    def body(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length else b""
+
+    def do_GET(self):
+        if self.path.startswith("/_peer/record"):
+            return self.send_json(200, self.peer.snapshot())
+        self.dispatch(b"")
+
+    def do_POST(self):
+        body = self.body()
+        if self.path.startswith("/_peer/"):
+            return self.control(body)
+        self.dispatch(body)
+
+    def do_DELETE(self):
+        self.dispatch(self.body())
+
+    def control(self, body):
+        try:
+            doc = json.loads(body or b"{}")
+            if self.path.startswith("/_peer/config"):
+                self.peer.configure(doc)
+            elif self.path.startswith("/_peer/faults"):
+                self.peer.set_faults(doc)
+            elif self.path.startswith("/_peer/reset"):
+                with self.peer.lock:
+                    self.peer.reset_locked()
+            elif self.path.startswith("/_peer/usage"):
+                self.peer.set_usage(doc)
+            elif self.path.startswith("/_peer/seed"):
+                return self.send_json(200, self.peer.seed(doc))
+            else:
+                return self.send_json(404, {"error": "no such control endpoint %s" % self.path})
+        except (ValueError, KeyError, TypeError) as e:
+            return self.send_json(400, {"error": str(e)})
+        self.send_json(200, {"ok": True})
+
+    def route(self):
+        split = urllib.parse.urlsplit(self.path)
+        query = {k: v[0] for k, v in urllib.parse.parse_qs(split.query).items()}
+        for method, regex, op in ROUTES:
+            m = regex.match(split.path)
+            if m and method == self.command:
+                return op, m.groupdict(), query
+        return "BAD", {}, query
+
+    def dispatch(self, body):
+        op, g, query = self.route()
+        with self.peer.lock:
+            rec = self.peer.record
+            rec["requests"] += 1
+            call = rec["calls"].get(op, 0) + 1
+            rec["calls"][op] = call
+            rec["log"].append({"method": self.command, "path": urllib.parse.urlsplit(self.path).path, "op": op,
+                               "requestId": query.get("requestId")})
+        latency, fault = self.peer.transport_faults(op, call)
+        if latency:
+            time.sleep(latency)
+        kind = fault["fault"] if fault else None
+        if kind == "reset":
+            return self.reset()
+        if kind == "throttle":
+            if int(fault.get("status", 403)) == 429:
+                e = GceError(429, "rateLimitExceeded", "Quota exceeded for quota metric 'Queries' and limit "
+                             "'Queries per minute' of service 'compute.googleapis.com'.", "usageLimits",
+                             {"status": "RESOURCE_EXHAUSTED"})
+            else:
+                e = GceError(403, "rateLimitExceeded", "Rate Limit Exceeded", "usageLimits")
+            return self.send_json(e.status, e.envelope())
+        if kind == "status":
+            status = int(fault.get("status", 503))
+            e = GceError(status, "backendError", "Internal error. Please try again or contact Google Support.")
+            return self.send_json(status, e.envelope())
+        try:
+            status, doc = self.handle_op(op, g, query, body)
+        except GceError as e:
+            status, doc = e.status, e.envelope()
+        except (ValueError, TypeError) as e:
+            status, doc = 400, GceError(400, "parseError", "Parse Error: %s" % e).envelope()
+        if kind == "drop_response":
+            return self.reset()
+        self.send_json(status, doc)
+
+    def handle_op(self, op, g, query, body):
+        if op == "BAD":
+            raise GceError(404, "notFound", "no route for %s %s" % (self.command, self.path))
+        if not self.headers.get("Authorization") and os.environ.get("GCE_PEER_REQUIRE_AUTH"):
+            raise GceError(401, "required", "Login Required.")
+        p = g.get("p")
+        if op == "insert":
+            return self.peer.insert(p, g["z"], query, body)
+        if op == "get":
+            return self.peer.get(p, g["z"], g["r"])
+        if op == "list":
+            return self.peer.list(p, g["z"])
+        if op == "aggregatedList":
+            return self.peer.aggregated(p)
+        if op == "resize":
+            return self.peer.resize(p, g["z"], g["r"], query, body)
+        if op == "delete":
+            return self.peer.delete(p, g["z"], g["r"], query)
+        return self.peer.operation(p, g["z"], g["op"])
+
+    def send_json(self, status, doc):
+        data = json.dumps(doc, indent=1, sort_keys=True).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json; charset=UTF-8")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def reset(self):
+        """Closes the connection with a TCP RST and writes nothing."""
+        self.close_connection = True
+        try:
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.connection.close()
+        except OSError:
+            pass
+
+
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def handle_error(self, request, client_address):
+        pass
+
+
+def watch_parent(parent):
+    while True:
+        if os.getppid() != parent:
+            os._exit(0)
+        time.sleep(0.2)
+
+
+def watch_stdin():
+    while sys.stdin.buffer.read(4096):
+        pass
+    os._exit(0)
+
+
+def main():
+    ap = argparse.ArgumentParser(description="gpucap's local Compute Engine reservations peer")
+    ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--exit-on-stdin-eof", action="store_true")
+    args = ap.parse_args()
+    server = Server(("127.0.0.1", args.port), Handler)
+    server.peer = Peer()
+
+    def stop(_signum, _frame):
+        os._exit(0)
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    threading.Thread(target=watch_parent, args=(os.getppid(),), daemon=True).start()
+    if args.exit_on_stdin_eof:
+        threading.Thread(target=watch_stdin, daemon=True).start()
+    print(server.server_address[1], flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
