@@ -91,12 +91,14 @@ pub fn main() -> ExitCode {
 /// Prints an error chain with hints on stderr and picks the exit status.
 fn report(err: &anyhow::Error) -> ExitCode {
     let input = err.chain().find_map(|e| e.downcast_ref::<InputError>());
-    eprintln!("error: {err}");
+    // Messages quote input; a control character in it must not reach the terminal raw.
+    let shown = |s: String| crate::render::text::visible_lines(&s).into_owned();
+    eprintln!("error: {}", shown(err.to_string()));
     for cause in err.chain().skip(1) {
-        eprintln!("  caused by: {cause}");
+        eprintln!("  caused by: {}", shown(cause.to_string()));
     }
     if let Some(hint) = input.and_then(|e| e.hint.as_deref()) {
-        eprintln!("hint: {hint}");
+        eprintln!("hint: {}", shown(hint.to_string()));
     }
     ExitCode::from(if input.is_some() {
         exit::INVALID_INPUT

@@ -13,6 +13,7 @@ use serde::Deserialize;
 
 use crate::Accelerator;
 use crate::diagnostic::{InputError, Location, did_you_mean};
+use crate::render::text::visible;
 use crate::timespec::{Horizon, Span, Timestamp};
 use gpucap_provider::Cloud;
 
@@ -540,10 +541,14 @@ impl Config {
                     format!("probability must be in (0, 1], found {}", s.probability),
                 ));
             }
-            if !(s.scale.is_finite() && s.scale > 0.0) {
+            if !(s.scale.is_finite() && s.scale > 0.0 && s.scale <= crate::limits::MAX_SCALE) {
                 return Err(InputError::new(
                     at(format!("scenarios[{i}].scale")),
-                    format!("scale must be a positive number, found {}", s.scale),
+                    format!(
+                        "scale must be a positive number up to {}, found {}",
+                        crate::limits::MAX_SCALE,
+                        crate::limits::show(s.scale)
+                    ),
                 ));
             }
             if s.slip.as_hours() < 0 {
@@ -551,6 +556,9 @@ impl Config {
                     at(format!("scenarios[{i}].slip")),
                     "slip cannot be negative",
                 ));
+            }
+            if let Err(m) = crate::render::text::check_name(&s.name) {
+                return Err(InputError::new(at(format!("scenarios[{i}].name")), m));
             }
             if s.name.trim().is_empty() || !names.insert(s.name.as_str()) {
                 return Err(InputError::new(
@@ -575,7 +583,10 @@ impl Config {
                 ),
             ));
         }
-        if self.planning.horizon.as_hours() <= 0 || self.planning.horizon.as_hours() > 105_120 {
+        self.validate_budget(path)?;
+        if self.planning.horizon.as_hours() <= 0
+            || self.planning.horizon.as_hours() > i64::from(crate::problem::validate::MAX_HOURS)
+        {
             return Err(InputError::new(
                 at("planning.horizon".into()),
                 "horizon must be between 1 hour and 12 years",
@@ -613,6 +624,14 @@ impl Config {
             }
         }
         for (i, f) in self.inputs.forecasts.iter().enumerate() {
+            if let Some(team) = &f.team
+                && let Err(m) = crate::render::text::check_name(team)
+            {
+                return Err(InputError::new(
+                    at(format!("inputs.forecasts[{i}].team")),
+                    m,
+                ));
+            }
             if let Some(pool) = &f.pool
                 && !self.pools.is_empty()
                 && !self.pools.contains_key(pool)
@@ -697,7 +716,28 @@ impl Config {
             }
         }
         self.validate_state(&at)?;
+        let mut ids = std::collections::HashMap::new();
         for (i, c) in self.capacity.iter().enumerate() {
+            if let Some(first) = ids.insert(c.id.as_str(), i) {
+                return Err(InputError::new(
+                    at(format!("capacity[{i}].id")),
+                    format!("`{}` is also the id of capacity[{first}]", visible(&c.id)),
+                )
+                .with_hint("each [[capacity]] entry is one reservation, block or commitment"));
+            }
+            if let Err(m) = crate::render::text::check_name(&c.id) {
+                return Err(InputError::new(at(format!("capacity[{i}].id")), m));
+            }
+            if !(1..=crate::limits::MAX_INSTANCES).contains(&c.instances) {
+                return Err(InputError::new(
+                    at(format!("capacity[{i}].instances")),
+                    format!(
+                        "must be between 1 and {}, found {}",
+                        crate::limits::MAX_INSTANCES,
+                        c.instances
+                    ),
+                ));
+            }
             if Cloud::of_region(&c.region).is_none() {
                 return Err(InputError::new(
                     at(format!("capacity[{i}].region")),
@@ -721,6 +761,54 @@ impl Config {
                     "end must be after start",
                 ));
             }
+        }
+        Ok(())
+    }
+
+    /// Every `[budget]` amount is a finite number of dollars in `[0, MAX_USD]`. A gate compares
+    /// the plan with these; a NaN or infinite limit would let every plan through (NaN compares
+    /// false, and JSON has no NaN: it would reach the policies as "no limit"). So this runs before
+    /// any gate, and the gates never see such a value.
+    fn validate_budget(&self, path: &Path) -> Result<(), InputError> {
+        use crate::limits::{MAX_USD, finite_in};
+        let b = &self.budget;
+        let amounts = [
+            ("budget.total".to_string(), b.total),
+            ("budget.monthly".to_string(), b.monthly),
+            ("budget.approval_above".to_string(), b.approval_above),
+        ]
+        .into_iter()
+        .chain(
+            b.teams
+                .iter()
+                .map(|(team, v)| (format!("budget.teams.{team}"), Some(*v))),
+        );
+        for team in b.teams.keys() {
+            if let Err(m) = crate::render::text::check_name(team) {
+                return Err(InputError::new(
+                    Location::file(path).field(format!("budget.teams.{}", visible(team))),
+                    m,
+                ));
+            }
+        }
+        for (field, value) in amounts {
+            if let Some(v) = value
+                && !finite_in(v, 0.0, MAX_USD)
+            {
+                return Err(InputError::new(
+                    Location::file(path).field(field),
+                    format!("must be a number of US dollars between 0 and {MAX_USD:e}, found {v}"),
+                )
+                .with_hint("leave the key out for no limit"));
+            }
+        }
+        if let Some(age) = b.max_quote_age
+            && age.as_hours() < 0
+        {
+            return Err(InputError::new(
+                Location::file(path).field("budget.max_quote_age"),
+                "cannot be negative",
+            ));
         }
         Ok(())
     }
@@ -1031,6 +1119,53 @@ mod tests {
             assert_eq!(err.location.field.as_deref(), Some(field), "{rest}: {err}");
             assert!(err.message.contains(words), "{rest}: {err}");
         }
+    }
+
+    #[test]
+    fn budgets_that_are_not_finite_amounts_are_rejected_by_name() {
+        for (text, field) in [
+            ("[budget]\ntotal = nan\n", "budget.total"),
+            ("[budget]\ntotal = -nan\n", "budget.total"),
+            ("[budget]\nmonthly = -inf\n", "budget.monthly"),
+            ("[budget]\nmonthly = inf\n", "budget.monthly"),
+            ("[budget]\ntotal = -1\n", "budget.total"),
+            ("[budget]\napproval_above = nan\n", "budget.approval_above"),
+            ("[budget]\ntotal = 1e300\n", "budget.total"),
+            ("[budget.teams]\nresearch = nan\n", "budget.teams.research"),
+        ] {
+            let err = parse(text).unwrap_err();
+            assert_eq!(err.location.field.as_deref(), Some(field), "{text}: {err}");
+            assert!(err.message.contains("US dollars"), "{err}");
+        }
+        let ok = parse("[budget]\ntotal = 0\nmonthly = 1e6\n").unwrap();
+        assert_eq!(ok.budget.total, Some(0.0));
+    }
+
+    #[test]
+    fn capacity_counts_and_names_are_checked() {
+        let entry = |instances: &str, id: &str| {
+            format!(
+                "[[capacity]]\nid = \"{id}\"\nkind = \"reservation\"\nregion = \"us-east-1\"\ninstance_type = \"p5.48xlarge\"\ninstances = {instances}\n"
+            )
+        };
+        let err = parse(&entry("0", "cr-1")).unwrap_err();
+        assert_eq!(err.location.field.as_deref(), Some("capacity[0].instances"));
+        let err = parse(&entry("4294967295", "cr-1")).unwrap_err();
+        assert_eq!(err.location.field.as_deref(), Some("capacity[0].instances"));
+        let err = parse(&entry("1", "cr-\\u001b[31m")).unwrap_err();
+        assert_eq!(
+            err.location.field.as_deref(),
+            Some("capacity[0].id"),
+            "{err}"
+        );
+        let twice = entry("1", "cr-1") + &entry("2", "cr-1");
+        let err = parse(&twice).unwrap_err();
+        assert_eq!(
+            err.location.field.as_deref(),
+            Some("capacity[1].id"),
+            "{err}"
+        );
+        parse(&entry("4", "cr-1")).unwrap();
     }
 
     #[test]

@@ -14,6 +14,7 @@ use chrono::{DateTime, Duration, Utc};
 
 use crate::config::Quantile;
 use crate::diagnostic::{InputError, Location};
+use crate::limits::MAX_GPUS;
 use crate::timespec::parse_timestamp;
 
 /// One forecast value with its quantiles.
@@ -87,6 +88,18 @@ pub fn parse(text: &str, path: &Path, pool: Option<&str>) -> Result<Vec<Series>,
             ),
         );
     }
+    // One row per line: a quoted cell that spans lines (an odd number of quotes on a line) is
+    // a broken export, even where trimming would hide the line break.
+    if let Some((i, _)) = text
+        .lines()
+        .enumerate()
+        .find(|(_, l)| l.matches('"').count() % 2 == 1)
+    {
+        return Err(InputError::new(
+            Location::file(path).line(i + 1),
+            "a quoted cell holds a line break; a forecast has one row per line",
+        ));
+    }
     let mut reader = csv::ReaderBuilder::new()
         .trim(csv::Trim::All)
         .from_reader(text.as_bytes());
@@ -115,6 +128,19 @@ pub fn parse(text: &str, path: &Path, pool: Option<&str>) -> Result<Vec<Series>,
                 .field(headers.get(col).cloned().unwrap_or_default())
         };
         let cell = |col: usize| record.get(col).unwrap_or_default();
+        // A quoted cell may hold a newline or an escape sequence; no forecast value or pool
+        // name does, and it would reach messages and charts.
+        if let Some(col) =
+            (0..record.len()).find(|&c| cell(c).chars().any(crate::render::text::is_hidden))
+        {
+            return Err(InputError::new(
+                at(col),
+                format!(
+                    "`{}` holds a line break or control character",
+                    crate::render::text::visible(cell(col))
+                ),
+            ));
+        }
         let number = |col: usize| -> Result<f64, InputError> {
             let s = cell(col);
             let v: f64 = s
@@ -124,6 +150,14 @@ pub fn parse(text: &str, path: &Path, pool: Option<&str>) -> Result<Vec<Series>,
                 return Err(InputError::new(
                     at(col),
                     format!("`{s}` is not a finite number"),
+                ));
+            }
+            if v > f64::from(MAX_GPUS) {
+                return Err(InputError::new(
+                    at(col),
+                    format!(
+                        "`{s}` GPUs is more than gpucap takes ({MAX_GPUS}); forecast values are GPUs in use"
+                    ),
                 ));
             }
             Ok(v.max(0.0))

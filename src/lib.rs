@@ -12,6 +12,7 @@ pub mod config;
 pub mod demand;
 pub mod diagnostic;
 pub mod forecast;
+pub mod limits;
 pub mod plan;
 pub mod planner;
 pub mod policy;

@@ -12,9 +12,25 @@ use chrono::{
 };
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+use crate::limits::{MAX_SPAN_HOURS, MAX_YEAR, MIN_YEAR};
+
 /// Parses `2027-02-01` (00:00 UTC), `2027-02-01T09:00:00Z`, `2027-02-01T09:00:00+02:00`
 /// (converted to UTC) or `2027-02-01 09:00` (UTC).
+///
+/// Dates outside the years [`MIN_YEAR`]..=[`MAX_YEAR`] are refused: date arithmetic on them
+/// (a slip, a horizon) could leave the range chrono and the Rego time builtins can hold.
 pub fn parse_timestamp(s: &str) -> Result<DateTime<Utc>, String> {
+    let t = parse_any_timestamp(s)?;
+    if !(MIN_YEAR..=MAX_YEAR).contains(&t.year()) {
+        return Err(format!(
+            "`{}` is outside the years {MIN_YEAR} to {MAX_YEAR} gpucap plans in",
+            s.trim()
+        ));
+    }
+    Ok(t)
+}
+
+fn parse_any_timestamp(s: &str) -> Result<DateTime<Utc>, String> {
     let s = s.trim();
     if let Ok(t) = DateTime::parse_from_rfc3339(s) {
         return Ok(t.with_timezone(&Utc));
@@ -38,7 +54,7 @@ pub fn parse_timestamp(s: &str) -> Result<DateTime<Utc>, String> {
 }
 
 /// A length of time written as a number and a unit: `36h`, `21d`, `2w`, `1y` (365 days).
-/// Several parts add up: `1w2d`.
+/// Several parts add up: `1w2d`. At most [`MAX_SPAN_HOURS`] (20 years).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Span {
     hours: i64,
@@ -57,8 +73,14 @@ impl Span {
         self.hours
     }
 
+    /// As a chrono duration. Parsed spans are bounded, so this is exact; a span built in code
+    /// beyond chrono's range saturates rather than panics.
     pub fn as_duration(self) -> Duration {
-        Duration::hours(self.hours)
+        Duration::try_hours(self.hours).unwrap_or(if self.hours < 0 {
+            Duration::MIN
+        } else {
+            Duration::MAX
+        })
     }
 
     pub fn parse(s: &str) -> Result<Self, String> {
@@ -70,6 +92,11 @@ impl Span {
         };
         if text.is_empty() {
             return Err(bad());
+        }
+        if text.starts_with('-') {
+            return Err(format!(
+                "`{s}` is negative; durations are lengths of time, like `7d`"
+            ));
         }
         let mut hours: i64 = 0;
         let mut rest = text;
@@ -95,6 +122,12 @@ impl Span {
                 .and_then(|h| h.checked_add(hours))
                 .ok_or_else(bad)?;
             rest = &rest[unit_len..];
+        }
+        if hours > MAX_SPAN_HOURS {
+            return Err(format!(
+                "`{s}` is longer than {} years, the longest duration gpucap takes",
+                MAX_SPAN_HOURS / (24 * 365)
+            ));
         }
         Ok(Span { hours })
     }
@@ -166,7 +199,7 @@ impl Horizon {
     }
 
     pub fn end(&self) -> DateTime<Utc> {
-        self.start + Duration::hours(self.hours as i64)
+        self.time_of(self.hours)
     }
 
     /// Hour index of the hour containing `t` (may be negative or past the end).
@@ -188,8 +221,12 @@ impl Horizon {
         (from < to).then_some((from as u32, to as u32))
     }
 
+    /// The start of hour `hour`; saturates at chrono's last time rather than overflow (a
+    /// horizon read back from a plan file is input, not trusted).
     pub fn time_of(&self, hour: u32) -> DateTime<Utc> {
-        self.start + Duration::hours(hour as i64)
+        self.start
+            .checked_add_signed(Duration::hours(i64::from(hour)))
+            .unwrap_or(DateTime::<Utc>::MAX_UTC)
     }
 }
 
@@ -240,7 +277,17 @@ mod tests {
         assert_eq!(Span::parse("36h").unwrap().as_hours(), 36);
         assert_eq!(Span::parse("1w2d").unwrap().as_hours(), 216);
         assert_eq!(Span::parse("1y").unwrap().as_hours(), 8760);
-        for bad in ["", "d", "3", "3x", "-2d", "99999999999999999999d"] {
+        for bad in [
+            "",
+            "d",
+            "3",
+            "3x",
+            "-2d",
+            "99999999999999999999d",
+            "1000000y",
+            "21y",
+            "3000000000000000h",
+        ] {
             assert!(Span::parse(bad).is_err(), "{bad}");
         }
         assert_eq!(Span::hours(336).to_string(), "2w");
@@ -258,6 +305,19 @@ mod tests {
         );
         assert!(parse_timestamp("2027-02-30").is_err());
         assert!(parse_timestamp("tomorrow").is_err());
+        assert_eq!(Span::parse("20y").unwrap().as_hours(), MAX_SPAN_HOURS);
+        for far in [
+            "2263-01-01",
+            "+262143-01-01T00:00:00Z",
+            "1969-12-31",
+            "0207-01-01",
+        ] {
+            let err = parse_timestamp(far).unwrap_err();
+            assert!(
+                err.contains("outside the years") || err.contains("not a date"),
+                "{far}: {err}"
+            );
+        }
     }
 
     #[test]

@@ -487,17 +487,34 @@ fn hostile_plan() -> (serde_json::Value, Vec<String>) {
         .find(|a| a["kind"] == "run_spot" && a["pool"] == "a100-us-west")
         .expect("a spot run")
         .clone();
-    let mut names: Vec<String> = HOSTILE.iter().map(|s| s.to_string()).collect();
+    // Names with control or bidirectional characters are refused when the plan is read
+    // (`hostile_control_characters_are_refused_in_plans`); the rest must stay data.
+    let mut names: Vec<String> = HOSTILE
+        .iter()
+        .filter(|s| !s.chars().any(gpucap::render::text::is_hidden))
+        .map(|s| s.to_string())
+        .collect();
     names.push("x".repeat(300));
     names.push("pool_a".into());
     names.push("POOL A".into());
+    let pool_template = plan["pools"]
+        .as_array()
+        .expect("pools")
+        .iter()
+        .find(|p| p["id"] == "a100-us-west")
+        .expect("the pool")
+        .clone();
     let mut actions = Vec::new();
     for (i, name) in names.iter().enumerate() {
         let mut a = template.clone();
-        a["id"] = format!("{name}-{i}").into();
+        // Action ids are gpucap's own (`[a-z0-9-]`): a plan with another is refused.
+        a["id"] = format!("hostile-{i}").into();
         a["pool"] = name.clone().into();
         a["campaigns"] = serde_json::json!([name]);
         actions.push(a);
+        let mut p = pool_template.clone();
+        p["id"] = name.clone().into();
+        plan["pools"].as_array_mut().expect("pools").push(p);
     }
     plan["actions"] = actions.into();
     (plan, names)
@@ -507,6 +524,32 @@ fn string_value(expr: &Expression) -> Option<&str> {
     match expr {
         Expression::String(s) => Some(s),
         _ => None,
+    }
+}
+
+#[test]
+fn hostile_control_characters_are_refused_in_plans() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (i, name) in HOSTILE
+        .iter()
+        .filter(|s| s.chars().any(gpucap::render::text::is_hidden))
+        .enumerate()
+    {
+        let (mut plan, _) = hostile_plan();
+        plan["actions"][0]["campaigns"] = serde_json::json!([name]);
+        let path = dir.path().join(format!("control-{i}.json"));
+        fs::write(&path, serde_json::to_string_pretty(&plan).expect("json")).expect("write");
+        let run = generate(&path, &dir.path().join(format!("out-{i}")), &[]);
+        assert_eq!(run.status, 2, "{name:?}: {}", run.stderr);
+        assert!(
+            run.stderr.contains("actions[0].campaigns[0]"),
+            "{}",
+            run.stderr
+        );
+        assert!(
+            !dir.path().join(format!("out-{i}")).exists(),
+            "nothing written"
+        );
     }
 }
 

@@ -18,6 +18,7 @@ use serde_json::{Map, Value};
 
 use super::{Campaign, RawCampaign, unknown_key_hint};
 use crate::diagnostic::{InputError, Location, did_you_mean};
+use crate::limits::MAX_SPAN_HOURS;
 
 /// Keys a description line or `X-GPUCAP-` property may set.
 const KEYS: &[&str] = &[
@@ -148,13 +149,21 @@ fn event_campaigns(
             .with_timezone(&tz)
             .naive_local(),
         (None, Some(d)) => {
-            start_local
-                + parse_duration(d).ok_or_else(|| {
-                    InputError::new(
-                        at("DURATION"),
-                        format!("`{d}` is not an iCalendar duration like `P3D` or `PT8H`"),
-                    )
-                })?
+            let length = parse_duration(d).ok_or_else(|| {
+                InputError::new(
+                    at("DURATION"),
+                    format!(
+                        "`{d}` is not an iCalendar duration like `P3D` or `PT8H` of at most {} years",
+                        MAX_SPAN_HOURS / (24 * 365)
+                    ),
+                )
+            })?;
+            start_local.checked_add_signed(length).ok_or_else(|| {
+                InputError::new(
+                    at("DURATION"),
+                    format!("`{d}` after DTSTART is past any date gpucap plans for"),
+                )
+            })?
         }
         (None, None) if all_day => start_local + Duration::days(1),
         (None, None) => {
@@ -178,7 +187,12 @@ fn event_campaigns(
             continue;
         }
         let occ_local = occ.with_timezone(&tz).naive_local();
-        let occ_end = local_to_utc(tz, occ_local + length);
+        let occ_end = occ_local
+            .checked_add_signed(length)
+            .map(|end| local_to_utc(tz, end))
+            .ok_or_else(|| {
+                InputError::new(at("DTEND"), format!("event `{name}` ends past any date"))
+            })?;
         let occ_name = if recurring {
             format!("{name}@{}", occ.format("%Y-%m-%d"))
         } else {
@@ -402,6 +416,20 @@ fn expand(
             )
         }
     };
+    // `COUNT=0` repeats the event no times: the event would vanish without a word.
+    let zero_count = rule.split(';').any(|part| {
+        part.trim()
+            .to_ascii_uppercase()
+            .strip_prefix("COUNT=")
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b == b'0'))
+    });
+    if zero_count {
+        return Err(InputError::new(
+            loc.clone(),
+            format!("the rule `{rule}` has COUNT=0: the event never happens"),
+        )
+        .with_hint("give COUNT a number of occurrences (1 or more), or remove the event"));
+    }
     let mut text = format!("{dtstart}\nRRULE:{rule}");
     for exdate in event.multi_properties().get("EXDATE").into_iter().flatten() {
         for value in exdate.value().split(',') {
@@ -464,7 +492,12 @@ fn parse_duration(s: &str) -> Option<Duration> {
                 num.push(c);
             } else {
                 let secs = units.iter().find(|(u, _)| *u == c)?.1;
-                total += Duration::seconds(num.parse::<i64>().ok()?.checked_mul(secs)?);
+                let part = num.parse::<i64>().ok()?.checked_mul(secs)?;
+                total = total.checked_add(&Duration::try_seconds(part)?)?;
+                // Bounded like every duration gpucap reads (`limits::MAX_SPAN_HOURS`).
+                if total.num_hours() > MAX_SPAN_HOURS {
+                    return None;
+                }
                 num.clear();
             }
         }
@@ -558,6 +591,22 @@ DESCRIPTION:gpus: 4\r\nX-GPUCAP-GPUS:8\r\nX-GPUCAP-ACCELERATOR:NVIDIA A100 80GB\
     }
 
     #[test]
+    fn a_rule_with_count_zero_is_an_error_not_a_vanished_event() {
+        let text = cal(
+            "BEGIN:VEVENT\r\nUID:w\r\nSUMMARY:weekly-eval\r\nDTSTART:20270322T090000Z\r\n\
+DTEND:20270322T170000Z\r\nRRULE:FREQ=WEEKLY;COUNT=0\r\n\
+X-GPUCAP-ACCELERATOR:l4\r\nX-GPUCAP-GPUS:2\r\nEND:VEVENT\r\n",
+        );
+        let err = parse(&text, Path::new("c.ics"), until()).unwrap_err();
+        assert!(err.message.contains("COUNT=0"), "{err}");
+        assert_eq!(
+            err.location.field.as_deref(),
+            Some("events[0].RRULE"),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn weekly_events_keep_local_time_across_dst() {
         // Berlin switches to summer time on 2027-03-28: 09:00 local is 08:00Z before, 07:00Z after.
         let text = cal(
@@ -636,6 +685,9 @@ DESCRIPTION:acclerator: h100\\ngpus: 8\r\nEND:VEVENT\r\n"), Path::new("c.ics"), 
     #[test]
     fn iso_durations() {
         assert_eq!(parse_duration("P2W"), Some(Duration::days(14)));
+        assert_eq!(parse_duration("P999999999999D"), None);
+        assert_eq!(parse_duration("P99999999999999999W"), None);
+        assert_eq!(parse_duration("PT9223372036854775807S"), None);
         assert_eq!(parse_duration("PT8H30M"), Some(Duration::minutes(510)));
         assert_eq!(parse_duration("P1DT12H"), Some(Duration::hours(36)));
         for bad in ["P", "PT", "1D", "P1X", "PT5"] {

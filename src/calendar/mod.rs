@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::Accelerator;
 use crate::diagnostic::{InputError, Location, did_you_mean};
+use crate::limits::MAX_GPUS;
 use crate::timespec::{Span, Timestamp};
 use gpucap_provider::Cloud;
 
@@ -162,6 +163,10 @@ impl RawCampaign {
         if self.name.trim().is_empty() {
             return Err(field_error("name", "a campaign needs a non-empty `name`"));
         }
+        crate::render::text::check_name(&self.name).map_err(|m| field_error("name", m))?;
+        if let Some(team) = &self.team {
+            crate::render::text::check_name(team).map_err(|m| field_error("team", m))?;
+        }
         let gpus = match self.gpus {
             Some(g) if g <= 0 => {
                 return Err(field_error(
@@ -169,10 +174,12 @@ impl RawCampaign {
                     format!("GPUs must be a positive whole number, found {g}"),
                 ));
             }
-            Some(g) if g > 1_000_000 => {
+            Some(g) if g > i64::from(MAX_GPUS) => {
                 return Err(field_error(
                     "gpus",
-                    format!("{g} GPUs is more than any cloud sells; check the number"),
+                    format!(
+                        "{g} GPUs is more than any cloud sells (at most {MAX_GPUS}); check the number"
+                    ),
                 ));
             }
             other => other.map(|g| g as u32),
@@ -198,7 +205,19 @@ impl RawCampaign {
                 cap,
             ) => {
                 let hours = (end - start).num_seconds() as f64 / 3600.0;
-                let spread = (gpu_hours / hours - 1e-9).ceil().max(1.0) as u32;
+                let spread = (gpu_hours / hours - 1e-9).ceil().max(1.0);
+                if spread > f64::from(MAX_GPUS) {
+                    return Err(FieldError {
+                        hint: Some("check the number, or widen the `window`".into()),
+                        ..field_error(
+                            "gpu_hours",
+                            format!(
+                                "{gpu_hours} GPU-hours in a window of {hours} hours need {spread} GPUs at once, more than the {MAX_GPUS} gpucap takes"
+                            ),
+                        )
+                    });
+                }
+                let spread = spread as u32;
                 match cap {
                     Some(cap) if (cap as f64) * hours < gpu_hours => {
                         return Err(field_error(
@@ -473,10 +492,29 @@ fn line_in_entry(lines: &[&str], (begin, end): (usize, usize), field: &str) -> u
 
 /// The line of `field` in the `index`-th campaign entry.
 pub(crate) fn locate_indexed_field(text: &str, index: usize, field: &str) -> Option<usize> {
-    let lines: Vec<&str> = text.lines().collect();
-    entries(&lines)
-        .get(index)
-        .map(|&entry| line_in_entry(&lines, entry, field))
+    Locator::new(text).line(index, field)
+}
+
+/// The campaign entries of a calendar's text, found once: locating a field in each of 10,000
+/// campaigns by scanning the whole text each time was quadratic (minutes).
+pub(crate) struct Locator<'a> {
+    lines: Vec<&'a str>,
+    entries: Vec<(usize, usize)>,
+}
+
+impl<'a> Locator<'a> {
+    pub(crate) fn new(text: &'a str) -> Self {
+        let lines: Vec<&str> = text.lines().collect();
+        let entries = entries(&lines);
+        Locator { lines, entries }
+    }
+
+    /// The 1-based line of `field` in the `index`-th entry.
+    pub(crate) fn line(&self, index: usize, field: &str) -> Option<usize> {
+        self.entries
+            .get(index)
+            .map(|&entry| line_in_entry(&self.lines, entry, field))
+    }
 }
 
 /// "did you mean" for unknown campaign keys.

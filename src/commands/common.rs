@@ -94,3 +94,37 @@ pub fn stdout_color(choice: ColorChoice) -> bool {
         }
     }
 }
+
+/// `--time-limit SECONDS`: a finite number of seconds above 0 and at most a week
+/// ([`crate::limits::MAX_TIME_LIMIT_SECS`]). NaN, infinities and negative numbers are refused
+/// here, with the value in the message, rather than panic in `Duration::from_secs_f64`.
+pub fn parse_time_limit(s: &str) -> Result<std::time::Duration, String> {
+    use crate::limits::MAX_TIME_LIMIT_SECS;
+    let secs: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number of seconds"))?;
+    if !(secs.is_finite() && secs > 0.0 && secs <= MAX_TIME_LIMIT_SECS) {
+        return Err(format!(
+            "`{s}` is not a time limit: give a number of seconds above 0 and at most {MAX_TIME_LIMIT_SECS} (a week)"
+        ));
+    }
+    Ok(std::time::Duration::from_secs_f64(secs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn time_limits_are_finite_positive_seconds() {
+        assert_eq!(
+            parse_time_limit("1.5").unwrap(),
+            std::time::Duration::from_millis(1500)
+        );
+        for bad in ["nan", "NaN", "inf", "-inf", "-5", "0", "1e300", "soon", ""] {
+            let err = parse_time_limit(bad).unwrap_err();
+            assert!(err.contains(&format!("`{bad}`")), "{bad}: {err}");
+        }
+    }
+}

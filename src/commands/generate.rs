@@ -35,7 +35,7 @@ pub struct GenerateArgs {
     #[arg(long, value_enum, default_value_t = OutputFormat::Hcl)]
     pub format: OutputFormat,
     /// Write the actions due within this long from now (`36h`, `7d`, `2w`).
-    #[arg(long, default_value = "7d", value_parser = Span::parse)]
+    #[arg(long, default_value = "7d", allow_hyphen_values = true, value_parser = Span::parse)]
     pub window: Span,
     /// The current time (RFC 3339), for reproducible output and tests.
     #[arg(long, value_parser = timespec::parse_timestamp)]
@@ -46,7 +46,12 @@ pub struct GenerateArgs {
     #[arg(long, value_name = "SOURCE")]
     pub module_source: Option<String>,
     /// How much more than planned a capacity block may cost when bought, in percent.
-    #[arg(long, default_value_t = 5.0, value_name = "PERCENT")]
+    #[arg(
+        long,
+        default_value_t = 5.0,
+        value_name = "PERCENT",
+        allow_negative_numbers = true
+    )]
     pub price_tolerance: f64,
 }
 

@@ -7,6 +7,7 @@ pub mod common;
 pub mod demand;
 pub mod generate;
 pub mod init;
+pub mod output;
 pub mod plan;
 pub mod policy;
 pub mod prices;

@@ -14,7 +14,8 @@ use clap::{Args, ValueEnum};
 use gpucap_provider::{Cloud, Offer, Query};
 
 use crate::commands::common::{GlobalArgs, Outcome, exit, stdout, stdout_color};
-use crate::commands::project::{Project, write_atomically};
+use crate::commands::output::Outputs;
+use crate::commands::project::Project;
 use crate::commands::quotes::{self, Sources};
 use crate::config::CapacityConfig;
 use crate::diagnostic::{InputError, Location};
@@ -65,9 +66,18 @@ pub struct PlanArgs {
     /// Plan as if it were this time (RFC 3339): booking windows and quote ages use it.
     #[arg(long, value_name = "TIME", value_parser = parse_now)]
     pub now: Option<DateTime<Utc>>,
-    /// Stop the solver after this many seconds with the best plan found.
-    #[arg(long, value_name = "SECONDS")]
-    pub time_limit: Option<f64>,
+    /// Stop the solver after this many seconds with the best plan found (default 600).
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        allow_hyphen_values = true,
+        value_parser = crate::commands::common::parse_time_limit
+    )]
+    pub time_limit: Option<Duration>,
+    /// Refuse problems larger than this (segments × offers × demand levels × scenarios; see
+    /// "Limits" in the README). Default 50,000,000.
+    #[arg(long, value_name = "SIZE")]
+    pub max_problem_size: Option<u64>,
     /// Count the reservations, capacity blocks and commitments in this `terraform show -json`
     /// output as capacity already owned (repeatable).
     #[arg(long, value_name = "FILE")]
@@ -99,7 +109,7 @@ fn make_with(
     args: &PlanArgs,
     now: DateTime<Utc>,
     progress: &Progress,
-) -> anyhow::Result<Plan> {
+) -> anyhow::Result<(Plan, Option<String>)> {
     progress.step("reading calendars and forecasts");
     let project = Project::load(&global.config, now)?;
     let demand = project.demand()?;
@@ -171,13 +181,17 @@ fn make_with(
     for w in &planned.warnings {
         progress.warn(w);
     }
-    if let Some(path) = &args.emit_problem {
-        let text = serde_json::to_string_pretty(&planned.problem)? + "\n";
-        write_atomically(path, text.as_bytes())?;
-        progress.note(&format!("wrote the problem to {}", path.display()));
-    }
+    // Written with the other outputs once everything succeeded (all or nothing).
+    let problem_text = match &args.emit_problem {
+        Some(_) => Some(serde_json::to_string_pretty(&planned.problem)? + "\n"),
+        None => None,
+    };
     let validated = problem::validate(planned.problem.clone())
         .map_err(|e| anyhow::anyhow!("gpucap built an invalid problem (a bug): {e}"))?;
+    let size = problem::size::check(&validated, args.max_problem_size).map_err(|mut e| {
+        e.location.file = Some(global.config.clone());
+        e
+    })?;
 
     let terms: usize = planned
         .problem
@@ -190,14 +204,17 @@ fn make_with(
         })
         .sum();
     progress.step(&format!(
-        "solving: {} pools, {} offers, {} term starts, {} scenarios",
+        "solving: {} pools, {} offers, {} term starts, {} scenarios (size {} of at most {})",
         planned.problem.pools.len(),
         planned.problem.offers.len(),
         terms,
-        planned.problem.scenarios.len()
+        planned.problem.scenarios.len(),
+        size.total,
+        args.max_problem_size
+            .unwrap_or(crate::limits::MAX_PROBLEM_SIZE)
     ));
     let options = SolveOptions {
-        time_limit: args.time_limit.map(Duration::from_secs_f64),
+        time_limit: Some(args.time_limit.unwrap_or(crate::limits::DEFAULT_TIME_LIMIT)),
         ..SolveOptions::default()
     };
     let started = Instant::now();
@@ -237,7 +254,7 @@ fn make_with(
 
     // The apply state the plan is made against: `apply` refuses it once another run wrote it.
     plan.state = state.as_ref().map(crate::state::State::reference);
-    Ok(plan)
+    Ok((plan, problem_text))
 }
 
 /// Plans with the defaults (`gpucap apply` without a saved plan): shows the summary on stderr.
@@ -255,11 +272,12 @@ pub fn make(global: &GlobalArgs, offline: bool, now: DateTime<Utc>) -> anyhow::R
         compare_to: None,
         now: Some(now),
         time_limit: None,
+        max_problem_size: None,
         terraform_state: Vec::new(),
         out_dir: None,
     };
     let progress = Progress::new(global.quiet);
-    let plan = make_with(global, &args, now, &progress)?;
+    let (plan, _) = make_with(global, &args, now, &progress)?;
     progress.done();
     eprint!(
         "{}",
@@ -276,7 +294,7 @@ pub fn run(global: &GlobalArgs, args: PlanArgs) -> anyhow::Result<Outcome> {
     // Read before planning, so a wrong path fails at once, not after the solve.
     let previous = args.compare_to.as_deref().map(previous_plan).transpose()?;
     let progress = Progress::new(global.quiet);
-    let plan = make_with(global, &args, now, &progress)?;
+    let (plan, problem_text) = make_with(global, &args, now, &progress)?;
     progress.done();
     let changes = match previous {
         Some((path, previous)) => Some(
@@ -286,30 +304,53 @@ pub fn run(global: &GlobalArgs, args: PlanArgs) -> anyhow::Result<Outcome> {
         ),
         None => None,
     };
+    // Every output is rendered and staged beside its target first; only when all of them
+    // are ready do they replace their targets, so a failure at any step writes nothing.
+    let mut outputs = Outputs::new();
+    let mut wrote = Vec::new();
+    if let (Some(path), Some(text)) = (&args.emit_problem, &problem_text) {
+        outputs.stage(path, text.as_bytes())?;
+        wrote.push(format!("wrote the problem to {}", path.display()));
+    }
     if let Some(path) = &args.out {
         let text = serde_json::to_string_pretty(&plan)? + "\n";
-        write_atomically(path, text.as_bytes())?;
-        progress.note(&format!("wrote the plan to {}", path.display()));
+        outputs.stage(path, text.as_bytes())?;
+        wrote.push(format!("wrote the plan to {}", path.display()));
     }
     if let Some(dir) = &args.chart_dir {
-        for path in crate::render::plan_chart::write_charts(&plan, dir)
-            .with_context(|| format!("writing charts to {}", dir.display()))?
+        for (path, bytes) in crate::render::plan_chart::render_charts(&plan, dir)
+            .with_context(|| format!("drawing charts for {}", dir.display()))?
         {
-            progress.note(&format!("wrote {}", path.display()));
+            outputs.stage(&path, &bytes)?;
+            wrote.push(format!("wrote {}", path.display()));
         }
     }
-    if let Some(dir) = &args.out_dir {
-        if plan.gates.is_denied() {
+    let terraform = match &args.out_dir {
+        Some(dir) if plan.gates.is_denied() => {
             progress.note(&format!(
                 "not writing Terraform into {}: the plan is denied",
                 dir.display()
             ));
-        } else {
-            let options = crate::render::terraform::Options::new(now);
-            let rendered = crate::render::terraform::write_root_module(&plan, &options, dir)
-                .map_err(|e| anyhow::anyhow!("writing Terraform into {}: {e}", dir.display()))?;
-            crate::commands::generate::summarise(&rendered, dir);
+            None
         }
+        Some(dir) => {
+            let options = crate::render::terraform::Options::new(now);
+            let rendered = crate::render::terraform::render(&plan, &options)?;
+            Some((dir, rendered))
+        }
+        None => None,
+    };
+    if let Some((dir, rendered)) = &terraform {
+        // Staged in the directory itself and swapped in by renames (`terraform::output`).
+        crate::render::terraform::output::replace(dir, &rendered.files)
+            .map_err(|e| anyhow::anyhow!("writing Terraform into {}: {e}", dir.display()))?;
+    }
+    outputs.commit()?;
+    for line in wrote {
+        progress.note(&line);
+    }
+    if let Some((dir, rendered)) = &terraform {
+        crate::commands::generate::summarise(rendered, dir);
     }
     let text = match args.format {
         // The plan document as `-o` writes it, with the diff after its fields.
@@ -531,6 +572,7 @@ impl Progress {
         if self.quiet {
             return;
         }
+        let what = crate::render::text::visible_lines(what);
         match &self.bar {
             Some(bar) => bar.suspend(|| eprintln!("warning: {what}")),
             None => eprintln!("warning: {what}"),

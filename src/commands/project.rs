@@ -5,7 +5,6 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::Context;
 use chrono::{DateTime, Utc};
 
 use crate::calendar::{self, Campaign};
@@ -131,7 +130,15 @@ impl Project {
 
     /// The demand curve of this project.
     pub fn demand(&self) -> Result<DemandCurve, InputError> {
-        demand::build(&self.config, self.horizon, &self.campaigns, &self.forecasts)
+        demand::build(&self.config, self.horizon, &self.campaigns, &self.forecasts).map_err(
+            |mut e| {
+                // Errors about a pool as a whole are the config's.
+                if e.location.file.is_none() {
+                    e.location.file = Some(self.config_path.clone());
+                }
+                e
+            },
+        )
     }
 }
 
@@ -180,16 +187,32 @@ fn calendar_files(
             continue;
         }
         let text = pattern.to_string_lossy().into_owned();
-        let mut matched: Vec<PathBuf> = glob::glob(&text)
+        let is_calendar = |p: &Path| {
+            p.extension()
+                .and_then(|e| e.to_str())
+                .is_some_and(|e| CALENDAR_EXTENSIONS.contains(&e.to_ascii_lowercase().as_str()))
+        };
+        let mut matched: Vec<PathBuf> = Vec::new();
+        for p in glob::glob(&text)
             .map_err(|e| InputError::new(at(), format!("bad glob pattern `{entry}`: {e}")))?
             .filter_map(Result::ok)
-            .filter(|p| p.is_file())
-            .filter(|p| {
-                p.extension()
-                    .and_then(|e| e.to_str())
-                    .is_some_and(|e| CALENDAR_EXTENSIONS.contains(&e.to_ascii_lowercase().as_str()))
-            })
-            .collect();
+            .filter(|p| is_calendar(p))
+        {
+            // A calendar symlink to nothing is a calendar gone missing, not a file to pass over.
+            if p.is_symlink() && !p.exists() {
+                return Err(InputError::new(
+                    at(),
+                    format!(
+                        "`{}` is a symlink to a file that does not exist",
+                        p.display()
+                    ),
+                )
+                .into());
+            }
+            if p.is_file() {
+                matched.push(p);
+            }
+        }
         matched.sort();
         if matched.is_empty() {
             tracing::warn!("{}: `{entry}` matches no calendar files", at());
@@ -200,19 +223,6 @@ fn calendar_files(
     Ok(files)
 }
 
-/// Writes a file all at once: to a temporary sibling first, then renamed over the target, so a
-/// failure never leaves half a file.
-pub fn write_atomically(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create `{}`", dir.display()))?;
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.tmp{}", std::process::id()));
-    std::fs::write(&tmp, bytes).with_context(|| format!("cannot write `{}`", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("cannot write `{}`", path.display()))
-}
+/// Writes a file all at once (see [`super::output`]): never half a file, never over a
+/// directory, FIFO or device.
+pub use super::output::write_atomically;

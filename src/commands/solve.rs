@@ -24,9 +24,18 @@ pub struct SolveArgs {
     /// Output on stdout: the solution document, or a summary.
     #[arg(long, value_enum, default_value_t = Format::Json)]
     pub format: Format,
-    /// Stop after this many seconds with the best plan found (status `feasible`).
-    #[arg(long, value_name = "SECONDS")]
-    pub time_limit: Option<f64>,
+    /// Stop after this many seconds with the best plan found (status `feasible`; default 600).
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        allow_hyphen_values = true,
+        value_parser = crate::commands::common::parse_time_limit
+    )]
+    pub time_limit: Option<Duration>,
+    /// Refuse problems larger than this (segments × offers × demand levels × scenarios; see
+    /// "Limits" in the README). Default 50,000,000.
+    #[arg(long, value_name = "SIZE")]
+    pub max_problem_size: Option<u64>,
     /// Pools solved at once (default: one per core).
     #[arg(long, default_value_t = 0)]
     pub threads: usize,
@@ -39,8 +48,12 @@ pub fn run(_global: &GlobalArgs, args: SolveArgs) -> anyhow::Result<Outcome> {
         e.location.file = Some(path.clone());
         e
     })?;
+    problem::size::check(&validated, args.max_problem_size).map_err(|mut e| {
+        e.location.file = Some(path.clone());
+        e
+    })?;
     let options = SolveOptions {
-        time_limit: args.time_limit.map(Duration::from_secs_f64),
+        time_limit: Some(args.time_limit.unwrap_or(crate::limits::DEFAULT_TIME_LIMIT)),
         threads: args.threads,
         ..SolveOptions::default()
     };
@@ -65,8 +78,23 @@ fn read(path: &Path) -> anyhow::Result<(String, PathBuf)> {
             .context("cannot read the problem from stdin")?;
         return Ok((text, PathBuf::from("<stdin>")));
     }
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read `{}`", path.display()))?;
+    if path.is_dir() {
+        return Err(crate::diagnostic::InputError::in_file(
+            path,
+            "is a directory, not a problem file",
+        )
+        .into());
+    }
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read `{}`", path.display()))?;
+    let text = String::from_utf8(bytes).map_err(|e| {
+        crate::diagnostic::InputError::in_file(
+            path,
+            format!(
+                "is not UTF-8 text (byte {}); a problem is `gpucap.problem/v1` JSON",
+                e.utf8_error().valid_up_to()
+            ),
+        )
+    })?;
     Ok((text, path.to_path_buf()))
 }
 

@@ -19,6 +19,7 @@ use crate::calendar::{Campaign, Priority};
 use crate::config::{Config, ScenarioConfig};
 use crate::diagnostic::{InputError, Location, Warning};
 use crate::forecast::Series;
+use crate::limits::MAX_POOL_GPUS;
 use crate::problem::{PoolDemand, Scenario, Segment};
 use crate::timespec::{Horizon, rfc3339};
 pub use pools::Pool;
@@ -172,19 +173,54 @@ pub fn build(
                 curve.firm = merge(horizon.hours, of(false));
                 curve.flex = merge(horizon.hours, of(true));
             }
-            ScenarioCurve {
+            for (pool, curve) in pools.iter().zip(&curves) {
+                check_peak(pool, s, curve)?;
+            }
+            Ok(ScenarioCurve {
                 name: s.name.clone(),
                 probability: s.probability,
                 pools: curves,
-            }
+            })
         })
-        .collect();
+        .collect::<Result<_, InputError>>()?;
     Ok(DemandCurve {
         horizon,
         pools,
         scenarios,
         warnings,
     })
+}
+
+/// A pool may need at most [`MAX_POOL_GPUS`] at one hour (firm and flex together): beyond
+/// it the solver's counts would no longer be exact, and no input meant it. The error names
+/// what makes the peak, largest first.
+fn check_peak(pool: &Pool, s: &ScenarioConfig, curve: &PoolCurve) -> Result<(), InputError> {
+    let peak = |segments: &[Segment]| segments.iter().map(|x| u64::from(x.2)).max().unwrap_or(0);
+    let total = peak(&curve.firm) + peak(&curve.flex);
+    if total <= MAX_POOL_GPUS {
+        return Ok(());
+    }
+    let mut largest: Vec<(u64, &str)> = curve
+        .contributions
+        .iter()
+        .map(|c| (peak(&c.segments), c.label.as_str()))
+        .collect();
+    largest.sort_by(|a, b| b.cmp(a));
+    let named: Vec<String> = largest
+        .iter()
+        .take(3)
+        .map(|(g, l)| format!("`{l}` ({g} GPUs)"))
+        .collect();
+    Err(InputError::new(
+        Location::default().field(format!("pools.{}", pool.id)),
+        format!(
+            "pool `{}` would need up to {total} GPUs at once in scenario `{}`, more than the {MAX_POOL_GPUS} gpucap plans for; the largest demands: {}",
+            pool.id,
+            s.name,
+            named.join(", ")
+        ),
+    )
+    .with_hint("check those numbers and the scenario's `scale`"))
 }
 
 fn campaign_contribution(
@@ -194,11 +230,18 @@ fn campaign_contribution(
     horizon: Horizon,
 ) -> Option<Contribution> {
     let buffer = c.buffer.unwrap_or(default_buffer);
+    // At most MAX_GPUS × 11 × MAX_SCALE: finite, and saturating at u32::MAX where it is cast;
+    // the pool's peak check then refuses it by name.
     let gpus = (c.gpus as f64 * (1.0 + buffer) * s.scale - 1e-9)
         .ceil()
-        .max(0.0) as u32;
+        .clamp(0.0, f64::from(u32::MAX)) as u32;
     let slip = s.slip.as_duration();
-    let (from, to) = horizon.clip(c.schedule.start() + slip, c.schedule.end() + slip)?;
+    // Dates and slips are bounded when read; a sum past chrono's range would be past any
+    // horizon too, so it adds nothing rather than panic.
+    let (from, to) = horizon.clip(
+        c.schedule.start().checked_add_signed(slip)?,
+        c.schedule.end().checked_add_signed(slip)?,
+    )?;
     (gpus > 0).then(|| Contribution {
         label: c.name.clone(),
         team: c.team.clone(),
@@ -229,7 +272,8 @@ fn forecast_contribution(
         |n| n.to_string_lossy().into_owned(),
     );
     (!segments.is_empty()).then(|| Contribution {
-        label: format!("forecast:{name}"),
+        // File names are not checked like names in files; shown escaped wherever they appear.
+        label: format!("forecast:{}", crate::render::text::visible(&name)),
         team: f.team.clone(),
         flex: f.flex,
         segments: merge(horizon.hours, segments.into_iter()),
@@ -253,7 +297,9 @@ pub fn merge(hours: u32, segments: impl Iterator<Item = Segment>) -> Vec<Segment
             continue;
         }
         if level > 0 {
-            out.push(Segment(since, t as u32, level as u32));
+            // Saturates rather than wrap: a sum past u32 is refused by the peak check.
+            let gpus = u32::try_from(level).unwrap_or(u32::MAX);
+            out.push(Segment(since, t as u32, gpus));
         }
         level += d;
         since = t as u32;

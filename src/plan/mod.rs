@@ -19,6 +19,7 @@ pub mod due;
 pub mod fingerprint;
 pub mod gates;
 pub mod read;
+pub mod validate;
 
 use serde::{Deserialize, Serialize};
 

@@ -48,12 +48,20 @@ pub fn read(path: &Path) -> Result<SavedPlan, ReadError> {
         path: path.to_path_buf(),
         source,
     };
+    // A directory or a file that is not text is the caller's to fix (exit 2), not an I/O
+    // failure.
+    if path.is_dir() {
+        return Err(InputError::in_file(path, "is a directory, not a plan file").into());
+    }
     let bytes = std::fs::read(path).map_err(io)?;
-    let text = std::str::from_utf8(&bytes).map_err(|_| {
-        io(std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            "stream did not contain valid UTF-8",
-        ))
+    let text = std::str::from_utf8(&bytes).map_err(|e| {
+        InputError::new(
+            Location::file(path),
+            format!(
+                "is not UTF-8 text (byte {}); a plan is the JSON `gpucap plan -o` writes",
+                e.valid_up_to()
+            ),
+        )
     })?;
     let plan = parse(text, path)?;
     Ok(SavedPlan { plan, bytes })
@@ -80,6 +88,7 @@ pub fn parse(text: &str, path: &Path) -> Result<Plan, InputError> {
             format!("`{}` is not `{PLAN_SCHEMA}`", plan.schema),
         ));
     }
+    super::validate::validate(&plan, path)?;
     Ok(plan)
 }
 

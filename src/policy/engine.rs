@@ -50,11 +50,18 @@ impl PolicyEngine {
 
     /// Only the given sources (no built-ins unless they are among them).
     pub fn from_sources(sources: Vec<PolicySource>) -> Result<PolicyEngine, PolicyError> {
+        super::recursion::check(&sources)?;
         let mut engine = regorus::Engine::new();
         engine.set_rego_v0(false);
         // Plans are data the user controls; a builtin given the wrong type should be an error
         // that names the policy, not a silently undefined rule that lets a plan through.
         engine.set_strict_builtin_errors(true);
+        // Policies are code from the repo; an expensive or endless one must end in an error
+        // that names it (and so denies: the plan has no decisions), not hang `gpucap plan`.
+        engine.set_execution_timer_config(regorus::utils::limits::ExecutionTimerConfig {
+            limit: crate::limits::MAX_POLICY_TIME,
+            check_interval: std::num::NonZeroU32::MIN.saturating_add(999),
+        });
         let mut packages = BTreeSet::new();
         for source in &sources {
             let name = source.path.display().to_string();
@@ -401,23 +408,33 @@ pub fn check_plan(plan: &Value) -> Result<(), PolicyError> {
 /// The config's `[budget]` section as the policies' data document: absent keys stay absent,
 /// `max_quote_age` becomes `max_quote_age_hours`, and the policy directories are left out.
 pub fn budget_data(budget: &Budget) -> Value {
+    // JSON has no NaN or infinity: `Value::from(f64::NAN)` is `null`, which the gates read as
+    // "no limit". A non-finite amount becomes its text instead, which [`check_data_types`]
+    // refuses, so the gates fail closed even if a caller skipped the config's validation.
+    let amount = |v: f64| {
+        if v.is_finite() {
+            Value::from(v)
+        } else {
+            Value::String(v.to_string())
+        }
+    };
     let mut map = Map::new();
     if let Some(total) = budget.total {
-        map.insert("total".into(), Value::from(total));
+        map.insert("total".into(), amount(total));
     }
     if let Some(monthly) = budget.monthly {
-        map.insert("monthly".into(), Value::from(monthly));
+        map.insert("monthly".into(), amount(monthly));
     }
     if !budget.teams.is_empty() {
         let teams = budget
             .teams
             .iter()
-            .map(|(team, limit)| (team.clone(), Value::from(*limit)))
+            .map(|(team, limit)| (team.clone(), amount(*limit)))
             .collect();
         map.insert("teams".into(), Value::Object(teams));
     }
     if let Some(above) = budget.approval_above {
-        map.insert("approval_above".into(), Value::from(above));
+        map.insert("approval_above".into(), amount(above));
     }
     if !budget.allowed_clouds.is_empty() {
         let clouds = budget
@@ -710,5 +727,24 @@ mod tests {
             budget_data(&config.budget),
             json!({"total": 100.0, "teams": {"research": 50.0}, "allowed_clouds": ["aws"], "max_quote_age_hours": 48})
         );
+    }
+
+    #[test]
+    fn a_non_finite_budget_fails_closed_even_unvalidated() {
+        let engine = PolicyEngine::load(&[]).expect("built-in gates load");
+        for total in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+            let budget = Budget {
+                total: Some(total),
+                ..Budget::default()
+            };
+            let plan = json!({"schema": "gpucap.plan/v1", "cost": {"expected_total": 7.0e6}});
+            let err = engine
+                .evaluate(&plan, &budget_data(&budget), now())
+                .expect_err("a gate that cannot compare must not pass the plan");
+            assert!(
+                err.to_string().contains("`total` must be a number"),
+                "{err}"
+            );
+        }
     }
 }

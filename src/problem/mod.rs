@@ -7,7 +7,8 @@
 //! the only form the solver accepts.
 
 mod parse;
-mod validate;
+pub mod size;
+pub mod validate;
 
 use std::collections::BTreeMap;
 use std::fmt;

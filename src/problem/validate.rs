@@ -7,10 +7,13 @@ use std::collections::{HashMap, HashSet};
 use chrono::{DateTime, Timelike, Utc};
 
 use crate::diagnostic::{InputError, Location, did_you_mean};
+use crate::limits::MAX_POOL_GPUS;
 
 use super::{OfferKind, PROBLEM_SCHEMA, Problem, Segment, Starts};
 
-/// The largest horizon: 12 years of hours.
+/// The largest horizon: 12 years of hours. Beyond it the hourly tables (demand, charts, the
+/// solver's timeline) grow past what a plan a person reviews can mean; it is also the config's
+/// bound on `planning.horizon`.
 pub const MAX_HOURS: u32 = 105_120;
 
 /// How far the scenario probabilities may sum from 1.
@@ -400,6 +403,15 @@ fn scenario_demand(
             .ok_or_else(|| unknown_pool(at.clone(), pool, pools))?;
         for (list, segments) in [("firm", &d.firm), ("flex", &d.flex)] {
             for (j, s) in segments.iter().enumerate() {
+                if u64::from(s.value()) > MAX_POOL_GPUS {
+                    return Err(error(
+                        format!("{at}.{list}[{j}]"),
+                        format!(
+                            "{} GPUs at once is more than the {MAX_POOL_GPUS} gpucap plans for in one pool",
+                            s.value()
+                        ),
+                    ));
+                }
                 if !(s.from() < s.to() && s.to() <= problem.hours) {
                     return Err(error(
                         format!("{at}.{list}[{j}]"),

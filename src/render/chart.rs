@@ -7,6 +7,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::stack::Stack;
+use super::text::visible;
 use crate::demand::DemandCurve;
 
 /// Chart files gpucap can write, chosen by extension.
@@ -133,9 +134,9 @@ where
             .caption(
                 format!(
                     "{} ({}) — scenario \"{}\": GPUs by campaign, peak {}",
-                    pool.id,
+                    visible(&pool.id),
                     pool.accelerator,
-                    sc.name,
+                    visible(&sc.name),
                     stack.peak()
                 ),
                 ("sans-serif", 20),
@@ -170,7 +171,7 @@ where
             chart
                 .draw_series(AreaSeries::new(steps, 0.0, color.mix(0.9)).border_style(color))
                 .map_err(err)?
-                .label(stack.labels[band].clone())
+                .label(visible(&stack.labels[band]))
                 .legend(move |(x, y)| {
                     Rectangle::new([(x, y - 5), (x + 12, y + 5)], color.filled())
                 });

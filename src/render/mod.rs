@@ -11,3 +11,4 @@ pub mod pulumi;
 pub mod stack;
 pub mod terminal;
 pub mod terraform;
+pub mod text;

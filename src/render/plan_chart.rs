@@ -80,6 +80,20 @@ pub fn write_charts(plan: &Plan, dir: &Path) -> Result<Vec<PathBuf>, PlanChartEr
         source,
     })?;
     let mut written = Vec::new();
+    for (path, bytes) in render_charts(plan, dir)? {
+        std::fs::write(&path, bytes).map_err(|source| PlanChartError::Write {
+            path: path.clone(),
+            source,
+        })?;
+        written.push(path);
+    }
+    Ok(written)
+}
+
+/// The charts [`write_charts`] writes, as paths in `dir` and their bytes, written nowhere: a
+/// caller that writes several outputs renders them all before writing any.
+pub fn render_charts(plan: &Plan, dir: &Path) -> Result<Vec<(PathBuf, Vec<u8>)>, PlanChartError> {
+    let mut written = Vec::new();
     let mut names: Vec<String> = Vec::new();
     for pool in &plan.pools {
         let base = file_stem(&pool.id);
@@ -92,18 +106,18 @@ pub fn write_charts(plan: &Plan, dir: &Path) -> Result<Vec<PathBuf>, PlanChartEr
         }
         let path = dir.join(format!("capacity-{name}.svg"));
         names.push(name);
-        write(
+        let bytes = render(
             &Capacity {
                 plan,
                 pools: vec![pool],
             },
             &path,
         )?;
-        written.push(path);
+        written.push((path, bytes));
     }
     let path = dir.join("cost-by-month.svg");
-    write_cost_chart(plan, &path)?;
-    written.push(path);
+    let bytes = render(&CostByMonth { plan }, &path)?;
+    written.push((path, bytes));
     Ok(written)
 }
 
@@ -127,9 +141,10 @@ pub fn file_stem(id: &str) -> String {
     if s.is_empty() { "pool".into() } else { s }
 }
 
-/// Text from the plan as it goes into a chart: no control characters (invalid in SVG's XML).
+/// Text from the plan as it goes into a chart: control characters (invalid in SVG's XML) and
+/// bidirectional overrides shown escaped; plotters escapes `<`, `>` and `&`.
 fn label(s: &str) -> String {
-    s.chars().filter(|c| !c.is_control()).collect()
+    super::text::visible(s).into_owned()
 }
 
 /// Something drawable on either backend.
@@ -145,6 +160,15 @@ fn draw_err<E: std::error::Error + Send + Sync>(e: DrawingAreaErrorKind<E>) -> P
 }
 
 fn write(picture: &impl Picture, path: &Path) -> Result<(), PlanChartError> {
+    let bytes = render(picture, path)?;
+    std::fs::write(path, bytes).map_err(|source| PlanChartError::Write {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// The picture in the format `path`'s extension names.
+fn render(picture: &impl Picture, path: &Path) -> Result<Vec<u8>, PlanChartError> {
     register_font();
     let (w, h) = picture.size();
     let bytes = match ImageFormat::from_path(path) {
@@ -172,10 +196,7 @@ fn write(picture: &impl Picture, path: &Path) -> Result<(), PlanChartError> {
         }
         None => return Err(PlanChartError::Format(path.to_path_buf())),
     };
-    std::fs::write(path, bytes).map_err(|source| PlanChartError::Write {
-        path: path.to_path_buf(),
-        source,
-    })
+    Ok(bytes)
 }
 
 /// `Jan 18` under the x axis; hours when the horizon start does not parse.

@@ -76,21 +76,10 @@ impl Style {
     }
 }
 
-/// The text with control characters (escape sequences, newlines) shown escaped.
+/// The text with control characters (escape sequences, newlines) and bidirectional overrides
+/// shown escaped ([`super::text::visible`]).
 fn clean(s: &str) -> String {
-    if s.chars().any(char::is_control) {
-        s.chars()
-            .map(|c| {
-                if c.is_control() {
-                    c.escape_default().to_string()
-                } else {
-                    c.to_string()
-                }
-            })
-            .collect()
-    } else {
-        s.to_string()
-    }
+    super::text::visible(s).into_owned()
 }
 
 /// A table whose columns named `>name` are right-aligned, header included.

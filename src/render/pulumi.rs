@@ -1,7 +1,8 @@
 //! The root module as a Pulumi YAML program (`Pulumi.yaml`), for teams on Pulumi: one resource
 //! (or two, where Pulumi needs a template or a group first) per module call, under the call's
 //! name, with the provider types of pulumi-aws, pulumi-gcp and azure-native. Pulumi YAML reads
-//! `${…}` in any string as an interpolation, so user text has `$` doubled before `{`.
+//! `${…}` in any string as an interpolation, so every `$` of user text is doubled ([`escape`]);
+//! the document is written by the YAML serializer, never by string formatting.
 
 use serde_yaml_ng::{Mapping, Value as Yaml};
 
@@ -59,17 +60,15 @@ pub fn program(root: &RootModule) -> String {
     serde_yaml_ng::to_string(&Yaml::Mapping(doc)).unwrap_or_default()
 }
 
-/// `$` doubled before `{`: a literal for Pulumi YAML's interpolation.
+/// User text as a literal for Pulumi YAML's interpolation: every `$` doubled.
+///
+/// Pulumi YAML reads a string left to right: `$$` is one `$`, `${` starts an interpolation, any
+/// other character is itself (`pulumi-yaml`, `ast/interpolation.go`). Doubling only the `$`
+/// before `{` is not enough: `$${x}` would become `$$${x}`, read as `$` then a live `${x}`.
+/// Doubling every `$` makes each one a `$$` pair, so no `${` can start in user text. The YAML
+/// quoting is the serializer's.
 pub fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut chars = s.chars().peekable();
-    while let Some(c) = chars.next() {
-        out.push(c);
-        if c == '$' && chars.peek() == Some(&'{') {
-            out.push('$');
-        }
-    }
-    out
+    s.replace('$', "$$")
 }
 
 fn resource(ty: &str, props: Vec<(&str, Yaml)>, provider: Option<&str>) -> Yaml {

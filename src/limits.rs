@@ -1,0 +1,73 @@
+//! The bounds on every number gpucap reads, in one place, each with the reason for it.
+//!
+//! gpucap spends money on the strength of files many people edit, so a number outside what any
+//! real input could hold is bad input: an error naming the file and field, never a wrapped
+//! integer, a panic in date arithmetic, an allocation of gigabytes or a gate that passes because
+//! a limit is NaN. The README's "Limits" section lists these; raising one is a change here.
+
+/// Longest duration anywhere (campaign lengths, slips, windows, horizons, `--window`): 20 years.
+/// Longer than any planning horizon (12 years) with room for slips, and short enough that a
+/// supported date plus two of them stays inside chrono's and Rego's (year 2262) time range.
+pub const MAX_SPAN_HOURS: i64 = 20 * 365 * 24;
+
+/// Earliest year a date may name. Older dates are typos (`0207-01-01`).
+pub const MIN_YEAR: i32 = 1970;
+
+/// Latest year a date may name: Rego's time builtins count nanoseconds in an `i64`, which ends
+/// in 2262; 2200 leaves room for a horizon and a slip of [`MAX_SPAN_HOURS`] after it.
+pub const MAX_YEAR: i32 = 2200;
+
+/// Most GPUs one campaign, forecast value or plan action may name: several times the largest
+/// clusters built so far. More is a typo, and would overflow the solver's counts when summed.
+pub const MAX_GPUS: u32 = 1_000_000;
+
+/// Most GPUs a pool may need at one hour, all campaigns and forecasts together (u32 counts
+/// in the problem stay exact well below this).
+pub const MAX_POOL_GPUS: u64 = 10_000_000;
+
+/// Largest scenario `scale`: an upside scenario scales demand by a fraction; 100× is no longer
+/// a scenario of the same calendar.
+pub const MAX_SCALE: f64 = 100.0;
+
+/// Largest amount of money (budgets, costs, fees), USD: a trillion dollars. Beyond it a float's
+/// cents are no longer exact.
+pub const MAX_USD: f64 = 1e12;
+
+/// Most instances one plan action may buy or run: [`MAX_GPUS`] of single-GPU instances.
+pub const MAX_INSTANCES: u32 = MAX_GPUS;
+
+/// Longest solver time limit, seconds: a week. A plan that needs longer needs a smaller problem.
+pub const MAX_TIME_LIMIT_SECS: f64 = 7.0 * 24.0 * 3600.0;
+
+/// The solver's time limit when `--time-limit` is not given (`plan`, `solve`): past it the best
+/// plan found is returned with its proven gap (`status: feasible`), rather than running for hours.
+pub const DEFAULT_TIME_LIMIT: std::time::Duration = std::time::Duration::from_secs(10 * 60);
+
+/// Largest problem gpucap hands the solver, counted as offer-hours (each offer's hours in the
+/// horizon, plus each term start) times scenarios. Above it the model takes gigabytes and hours;
+/// the error says which pools and offers make it large.
+pub const MAX_PROBLEM_SIZE: u64 = 50_000_000;
+
+/// Most term purchase starts (each term offer's allowed start hours, summed) one problem may
+/// offer the solver: each is an integer variable, and Cbc runs out of memory long before 10⁸.
+pub const MAX_TERM_STARTS: u64 = 1_000_000;
+
+/// Longest one evaluation of the budget gates may take (regorus's execution timer). The
+/// built-in gates take milliseconds; a policy past this is looping or exploding, and the
+/// evaluation fails, which stops the run before any plan is written.
+pub const MAX_POLICY_TIME: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Whether `v` is a finite number in `[min, max]`.
+pub fn finite_in(v: f64, min: f64, max: f64) -> bool {
+    v.is_finite() && v >= min && v <= max
+}
+
+/// A number as a message shows it: plainly, or in exponent form when it is huge or tiny
+/// (`1e300`, not three hundred digits).
+pub fn show(v: f64) -> String {
+    if v.is_finite() && v != 0.0 && !(1e-6..1e15).contains(&v.abs()) {
+        format!("{v:e}")
+    } else {
+        v.to_string()
+    }
+}

@@ -1,0 +1,497 @@
+//! Hostile and absurd input through the CLI (issue 15): every case exits with a clear error
+//! naming the file and field (status 2 for bad input), never a panic, a hang or a gate that
+//! passes a plan on a number that is not one.
+
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+
+const NOW: &str = "2026-12-15T00:00:00Z";
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn gpucap() -> Command {
+    let mut cmd = Command::cargo_bin("gpucap").expect("the gpucap binary");
+    cmd.env_remove("RUST_LOG").env("NO_COLOR", "1").env(
+        "GPUCAP_CACHE_DIR",
+        std::env::temp_dir().join("gpucap-test-no-cache"),
+    );
+    cmd
+}
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn run(config: &Path, args: &[&str]) -> Run {
+    let out = gpucap()
+        .arg("--config")
+        .arg(config)
+        .args(args)
+        .output()
+        .expect("run gpucap");
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for entry in std::fs::read_dir(from).expect("readable") {
+        let entry = entry.expect("entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("type").is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copied");
+        }
+    }
+}
+
+/// A copy of the quickstart with `edit` applied to its config; returns the dir and the config.
+fn quickstart(edit: impl Fn(String) -> String) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    copy_dir(&root().join("examples/quickstart"), dir.path());
+    let config = dir.path().join("gpucap.toml");
+    let text = std::fs::read_to_string(&config).expect("config");
+    std::fs::write(&config, edit(text)).expect("written");
+    (dir, config)
+}
+
+fn no_panic(r: &Run) {
+    assert!(
+        !r.stderr.contains("panicked") && !r.stderr.contains("RUST_BACKTRACE"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn a_budget_that_is_not_a_number_is_bad_input_before_any_gate() {
+    for (from, to, field) in [
+        ("total = 9_000_000", "total = nan", "budget.total"),
+        ("monthly = 4_000_000", "monthly = -inf", "budget.monthly"),
+        ("monthly = 4_000_000", "monthly = -5", "budget.monthly"),
+        (
+            "research = 6_000_000",
+            "research = nan",
+            "budget.teams.research",
+        ),
+    ] {
+        let (_dir, config) = quickstart(|t| t.replace(from, to));
+        let r = run(&config, &["plan", "--now", NOW, "--format", "json"]);
+        no_panic(&r);
+        assert_eq!(r.code, 2, "{to}: {}", r.stderr);
+        assert!(r.stderr.contains(field), "{to}: {}", r.stderr);
+        assert!(r.stderr.contains("gpucap.toml"), "{}", r.stderr);
+        assert!(r.stdout.is_empty(), "no plan on stdout: {}", r.stdout);
+    }
+}
+
+/// A copy of the quickstart with `edit` applied to one of its files.
+fn quickstart_file(file: &str, edit: impl Fn(String) -> String) -> (tempfile::TempDir, PathBuf) {
+    let (dir, config) = quickstart(|t| t);
+    let path = dir.path().join(file);
+    let text = std::fs::read_to_string(&path).expect("file");
+    std::fs::write(&path, edit(text)).expect("written");
+    (dir, config)
+}
+
+#[test]
+fn absurd_durations_and_dates_are_errors_not_panics() {
+    let cases: Vec<(tempfile::TempDir, PathBuf, &str)> = vec![
+        {
+            let (d, c) = quickstart(|t| t.replace("slip = \"14d\"", "slip = \"1000000y\""));
+            (d, c, "scenarios[1].slip")
+        },
+        {
+            let (d, c) = quickstart_file("calendars/llm-team-q1.yaml", |t| {
+                t.replace("duration: 3w", "duration: 3000000000000000h")
+            });
+            (d, c, "campaigns[1].duration")
+        },
+        {
+            let (d, c) = quickstart_file("calendars/llm-team-q1.yaml", |t| {
+                t + "  - name: huge-work\n    accelerator: h100\n    gpu_hours: 1.0e15\n    window: {start: 2027-02-01T00:00:00Z, end: 2027-02-01T01:00:00Z}\n"
+            });
+            (d, c, "gpu_hours")
+        },
+        {
+            let (d, c) = quickstart_file("calendars/evals.ics", |t| {
+                t.replacen(
+                    "DTEND;TZID=America/Los_Angeles:20270105T210000",
+                    "DURATION:P999999999999D",
+                    1,
+                )
+            });
+            (d, c, "DURATION")
+        },
+    ];
+    for (_dir, config, field) in &cases {
+        let r = run(config, &["plan", "--now", NOW, "-q"]);
+        no_panic(&r);
+        assert_eq!(r.code, 2, "{field}: {}", r.stderr);
+        assert!(r.stderr.contains(field), "{field}: {}", r.stderr);
+    }
+}
+
+#[test]
+fn float_and_negative_flags_get_a_message_about_the_value() {
+    let config = root().join("examples/quickstart/gpucap.toml");
+    for value in ["nan", "inf", "-5", "0"] {
+        let r = run(&config, &["plan", "--now", NOW, "--time-limit", value]);
+        no_panic(&r);
+        assert_eq!(r.code, 2, "{value}: {}", r.stderr);
+        assert!(r.stderr.contains(&format!("`{value}`")), "{}", r.stderr);
+        assert!(!r.stderr.contains("unexpected argument"), "{}", r.stderr);
+    }
+    let r = run(&config, &["plan", "--now", "3000-01-01"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("outside the years"), "{}", r.stderr);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let plan = dir.path().join("plan.json");
+    std::fs::write(&plan, "{}").expect("written");
+    for (flag, value, says) in [
+        ("--window", "1000000y", "longer than 20 years"),
+        ("--window", "-7d", "negative"),
+        ("--price-tolerance", "-5", "percentage"),
+    ] {
+        let out = gpucap()
+            .args(["generate"])
+            .arg(&plan)
+            .args(["-o"])
+            .arg(dir.path().join("tf"))
+            .args([flag, value])
+            .output()
+            .expect("run");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flag} {value}: {stderr}");
+        assert!(
+            stderr.contains(says) || stderr.contains("plan"),
+            "{flag} {value}: {stderr}"
+        );
+        assert!(!stderr.contains("unexpected argument"), "{stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+    for value in ["nan", "-inf"] {
+        let out = gpucap()
+            .args(["solve", "-", "--time-limit", value])
+            .write_stdin("{}")
+            .output()
+            .expect("run");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{value}: {stderr}");
+        assert!(stderr.contains(&format!("`{value}`")), "{stderr}");
+    }
+}
+
+#[test]
+fn numbers_past_their_range_are_refused_not_wrapped_or_allocated() {
+    // scale: bounded, and the message shows the number readably.
+    let (_d, config) = quickstart(|t| t.replace("scale = 1.25", "scale = 1e300"));
+    let r = run(&config, &["plan", "--now", NOW, "-q"]);
+    no_panic(&r);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("scenarios[2].scale"), "{}", r.stderr);
+    assert!(r.stderr.contains("1e300"), "{}", r.stderr);
+
+    // A legal scale that makes the problem huge: refused before solving, naming the pools.
+    let (_d, config) = quickstart(|t| t.replace("scale = 1.25", "scale = 100"));
+    let r = run(&config, &["plan", "--now", NOW, "-q"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("too large to solve"), "{}", r.stderr);
+    assert!(r.stderr.contains("`h100-us`"), "{}", r.stderr);
+    assert!(r.stderr.contains("hint:"), "{}", r.stderr);
+
+    // Forecast values: a GPU count, never 1e30 or 3e9 (which summed wrapped in u32).
+    for value in ["1e30", "3000000000", "inf"] {
+        let (_d, config) = quickstart_file("forecasts/inference-h100.csv", |t| {
+            t.replacen(",102.0000\n", &format!(",{value}\n"), 1)
+        });
+        let r = run(&config, &["plan", "--now", NOW, "-q"]);
+        no_panic(&r);
+        assert_eq!(r.code, 2, "{value}: {}", r.stderr);
+        assert!(r.stderr.contains("inference-h100.csv:2"), "{}", r.stderr);
+        assert!(r.stderr.contains("yhat"), "{}", r.stderr);
+    }
+}
+
+#[test]
+fn a_problem_file_with_absurd_demand_is_refused_before_solving() {
+    let text = std::fs::read_to_string(root().join("tests/fixtures/problems/spec-example.json"))
+        .expect("fixture");
+    for (to, says) in [
+        // Past the per-pool bound: the solver once tabulated 4e9 levels (8.5 GB).
+        ("[[0, 168, 4294967295]]", "more than the 10000000"),
+        // Within it, but too large a problem to solve: refused with its size.
+        (
+            "[[0, 168, 9000000], [168, 500, 9000000]]",
+            "too large to solve",
+        ),
+    ] {
+        let hostile = text.replacen("[[0, 168, 64], [168, 500, 128]]", to, 1);
+        assert_ne!(hostile, text);
+        let out = gpucap()
+            .args(["solve", "-"])
+            .write_stdin(hostile)
+            .timeout(std::time::Duration::from_secs(60))
+            .output()
+            .expect("run");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{to}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+        assert!(stderr.contains(says), "{stderr}");
+    }
+}
+
+#[test]
+fn a_recursive_policy_is_refused_not_a_stack_overflow() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let policies = dir.path().join("rec");
+    std::fs::create_dir_all(&policies).expect("mkdir");
+    std::fs::write(
+        policies.join("r.rego"),
+        "package gpucap.policies.rec\n\nimport rego.v1\n\nf(x) := y if {\n\ty := f(x + 1)\n}\n\n\
+         deny contains d if {\n\tf(1) > 0\n\td := {\"rule\": \"r\", \"message\": \"m\", \"fix\": \"f\"}\n}\n",
+    )
+    .expect("written");
+    let out = gpucap()
+        .args(["policy", "test"])
+        .arg(&policies)
+        .output()
+        .expect("run");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("r.rego: line 5: function `f` calls itself"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn plan_files_are_checked_before_anything_is_generated_from_them() {
+    let text =
+        std::fs::read_to_string(root().join("tests/fixtures/plans/aws.json")).expect("fixture");
+    let base: serde_json::Value = serde_json::from_str(&text).expect("json");
+    type Edit = fn(&mut serde_json::Value);
+    let cases: [(Edit, &str); 10] = [
+        (
+            |p| p["actions"][0]["instances"] = 4294967295u32.into(),
+            "actions[0].instances",
+        ),
+        (
+            |p| p["actions"][0]["instances"] = 0.into(),
+            "actions[0].instances",
+        ),
+        (
+            |p| p["actions"][0]["end"] = "2027-01-10T00:00:00Z".into(),
+            "actions[0].end",
+        ),
+        (
+            |p| p["actions"][0]["cost"] = (-5.0).into(),
+            "actions[0].cost",
+        ),
+        (
+            |p| p["actions"][0]["region"] = "us-central1".into(),
+            "actions[0].region",
+        ),
+        (
+            |p| {
+                let id = p["actions"][0]["id"].clone();
+                p["actions"][1]["id"] = id;
+            },
+            "actions[1].id",
+        ),
+        (|p| p["created_at"] = "yesterday".into(), "created_at"),
+        (
+            |p| p["actions"][0]["cloud"] = "ibm".into(),
+            "actions[0].cloud",
+        ),
+        (
+            |p| p["actions"][0]["zone"] = "eu-west-1a".into(),
+            "actions[0].zone",
+        ),
+        (
+            |p| p["actions"][0]["start"] = "+262143-01-01T00:00:00Z".into(),
+            "actions[0].start",
+        ),
+    ];
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (i, (edit, field)) in cases.iter().enumerate() {
+        let mut plan = base.clone();
+        edit(&mut plan);
+        let path = dir.path().join(format!("plan-{i}.json"));
+        std::fs::write(&path, serde_json::to_string(&plan).expect("json")).expect("written");
+        let out_dir = dir.path().join(format!("tf-{i}"));
+        let out = gpucap()
+            .arg("generate")
+            .arg(&path)
+            .arg("-o")
+            .arg(&out_dir)
+            .args(["--now", "2027-01-03T06:00:00Z"])
+            .output()
+            .expect("run");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{field}: {stderr}");
+        assert!(stderr.contains(&format!("`{field}`")), "{field}: {stderr}");
+        assert!(stderr.contains(&format!("plan-{i}.json")), "{stderr}");
+        assert!(!out_dir.exists(), "{field}: nothing written");
+    }
+}
+
+fn entries(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .expect("dir")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn a_run_that_fails_late_writes_nothing_and_clobbers_nothing() {
+    let config = root().join("examples/quickstart/gpucap.toml");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("out");
+    std::fs::create_dir_all(out.join("plan-dir")).expect("mkdir");
+    // The plan and problem would be fine; `-o` names a directory: nothing is written.
+    let r = run(
+        &config,
+        &[
+            "plan",
+            "--now",
+            NOW,
+            "-q",
+            "--emit-problem",
+            out.join("problem.json").to_str().expect("utf-8"),
+            "-o",
+            out.join("plan-dir").to_str().expect("utf-8"),
+        ],
+    );
+    no_panic(&r);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("plan-dir"), "{}", r.stderr);
+    assert!(r.stderr.contains("a directory"), "{}", r.stderr);
+    assert!(
+        !r.stderr.contains("gpucap-tmp"),
+        "the target is named: {}",
+        r.stderr
+    );
+    assert_eq!(
+        entries(&out),
+        ["plan-dir"],
+        "no problem file, no temporary file"
+    );
+
+    // A chart directory that is a file fails after the plan is made: still nothing written.
+    std::fs::write(out.join("charts"), "not a dir").expect("written");
+    let r = run(
+        &config,
+        &[
+            "plan",
+            "--now",
+            NOW,
+            "-q",
+            "-o",
+            out.join("plan.json").to_str().expect("utf-8"),
+            "--chart-dir",
+            out.join("charts").to_str().expect("utf-8"),
+        ],
+    );
+    assert_ne!(r.code, 0, "{}", r.stderr);
+    assert_eq!(entries(&out), ["charts", "plan-dir"], "{}", r.stderr);
+
+    // A device is never replaced by a file.
+    #[cfg(unix)]
+    {
+        let r = run(&config, &["plan", "--now", NOW, "-q", "-o", "/dev/null"]);
+        assert_eq!(r.code, 2, "{}", r.stderr);
+        assert!(r.stderr.contains("a device"), "{}", r.stderr);
+        use std::os::unix::fs::FileTypeExt as _;
+        assert!(
+            std::fs::metadata("/dev/null")
+                .expect("exists")
+                .file_type()
+                .is_char_device()
+        );
+    }
+
+    // `-o -` writes the plan through to stdout.
+    let r = run(
+        &config,
+        &["plan", "--now", NOW, "-q", "--format", "json", "-o", "-"],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.matches("\"schema\": \"gpucap.plan/v1\"").count() >= 2);
+}
+
+#[test]
+fn plan_and_problem_files_that_are_not_files_or_not_text_are_bad_input() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let binary = dir.path().join("binary.json");
+    std::fs::write(&binary, [0xff, 0xfe, 0x00, 0x7b]).expect("written");
+    for args in [
+        vec!["generate".to_string(), dir.path().display().to_string()],
+        vec!["generate".to_string(), binary.display().to_string()],
+        vec!["solve".to_string(), dir.path().display().to_string()],
+        vec!["solve".to_string(), binary.display().to_string()],
+    ] {
+        let mut cmd = gpucap();
+        cmd.args(&args);
+        if args[0] == "generate" {
+            cmd.arg("-o").arg(dir.path().join("tf"));
+        }
+        let out = cmd.output().expect("run");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+    }
+}
+
+#[test]
+fn inputs_once_accepted_although_wrong_are_refused() {
+    // A quoted newline in a forecast cell.
+    let (_d, config) = quickstart_file("forecasts/inference-h100.csv", |t| {
+        t.replacen("2027-01-05,", "\"2027-01-05\n\",", 1)
+    });
+    let r = run(&config, &["plan", "--now", NOW, "-q"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("inference-h100.csv"), "{}", r.stderr);
+    assert!(r.stderr.contains("line break"), "{}", r.stderr);
+
+    // `campaigns:` with nothing after it.
+    let (_d, config) = quickstart_file("calendars/llm-team-q1.yaml", |_| "campaigns:\n".into());
+    let r = run(&config, &["plan", "--now", NOW, "-q"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("`campaigns`"), "{}", r.stderr);
+
+    // A calendar that is a symlink to nothing.
+    #[cfg(unix)]
+    {
+        let (dir, config) = quickstart(|t| t);
+        std::os::unix::fs::symlink(
+            dir.path().join("calendars/gone.yaml"),
+            dir.path().join("calendars/team-b.yaml"),
+        )
+        .expect("symlink");
+        let r = run(&config, &["plan", "--now", NOW, "-q"]);
+        assert_eq!(r.code, 2, "{}", r.stderr);
+        assert!(r.stderr.contains("team-b.yaml"), "{}", r.stderr);
+    }
+
+    // Two [[capacity]] entries with one id: the config's error, not "a bug".
+    let (_d, config) = quickstart(|t| {
+        let block = &t[t.find("[[capacity]]").expect("capacity")..];
+        let block = block.to_string();
+        t + "\n" + &block
+    });
+    let r = run(&config, &["plan", "--now", NOW, "-q"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("capacity[1].id"), "{}", r.stderr);
+    assert!(!r.stderr.contains("a bug"), "{}", r.stderr);
+}
