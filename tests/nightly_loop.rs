@@ -308,5 +308,11 @@ fn three_nights_plan_apply_diff_and_release() {
         !keys.contains(&"nightly/state.json.lock".to_string()),
         "{keys:?}"
     );
+    // Each clean run moved the journal's settled point: the next run's recovery reads only
+    // what came after it, not the whole history.
+    assert!(
+        keys.contains(&"nightly/state.json.journal.settled".to_string()),
+        "{keys:?}"
+    );
     assert!(!repo.path(".gpucap").exists(), "nothing was kept locally");
 }

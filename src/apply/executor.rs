@@ -419,6 +419,11 @@ impl<'a> Executor<'a> {
         }
     }
 
+    /// Whether the state has changes [`Executor::save`] has not written yet.
+    pub fn has_unsaved_changes(&self) -> bool {
+        self.dirty && !self.settings.dry_run
+    }
+
     /// Writes the state if it changed.
     pub async fn save(&mut self) -> Result<(), StateError> {
         if !self.dirty || self.settings.dry_run {

@@ -200,6 +200,7 @@ async fn run_locked(r: &Run<'_>, guard: Option<&LockGuard>) -> Result<Summary, R
         (r.progress)(&progress_line(i + 1, total, &report));
         reports.push(report);
     }
+    exec.checkpoint().await?;
     let counts = exec.counts();
     let serial = exec.state().serial;
     let run_id = exec.run_id().to_string();

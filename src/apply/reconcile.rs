@@ -21,9 +21,10 @@ pub struct Recovered {
 }
 
 impl Executor<'_> {
-    /// Settles the journal with the cloud and the state. Call it before any work.
+    /// Settles the journal with the cloud and the state. Call it before any work. Only the
+    /// records after the journal's settled point are read ([`Executor::checkpoint`]).
     pub async fn recover(&mut self) -> Result<Recovered, ApplyError> {
-        let history = self.backend.read_journal().await?;
+        let history = self.backend.read_unsettled_journal().await?;
         if let Some(torn) = &history.torn {
             self.note(&format!(
                 "journal: a torn last line ({} bytes at line {}) from a crash is ignored",
@@ -61,7 +62,7 @@ impl Executor<'_> {
                 .push((record.action.clone(), record.intent.clone(), found));
         }
         // Done in the journal, missing from the state.
-        let history = self.backend.read_journal().await?;
+        let history = self.backend.read_unsettled_journal().await?;
         for record in journal::fold(&history.records) {
             let Some(id) = record.resource_id.as_deref() else {
                 continue;
@@ -96,5 +97,24 @@ impl Executor<'_> {
         }
         self.save().await?;
         Ok(out)
+    }
+
+    /// At the end of a run: when the state is written and no call is left unresolved, records
+    /// the journal's last seq as settled, so the next run reads only what comes after it.
+    pub async fn checkpoint(&self) -> Result<(), ApplyError> {
+        let Some(guard) = self.guard else {
+            return Ok(());
+        };
+        if self.has_unsaved_changes() {
+            return Ok(());
+        }
+        let history = self.backend.read_unsettled_journal().await?;
+        if !journal::unresolved(&history.records).is_empty() {
+            return Ok(());
+        }
+        if let Some(last) = history.records.last() {
+            self.backend.mark_settled(guard, last.seq).await?;
+        }
+        Ok(())
     }
 }

@@ -232,6 +232,7 @@ async fn run_locked(r: &Run<'_>, guard: Option<&LockGuard>) -> Result<Summary, A
             });
         }
         exec.save().await?;
+        exec.checkpoint().await?;
     }
     let counts = exec.counts();
     let serial = exec.state().serial;

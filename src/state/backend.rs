@@ -75,6 +75,24 @@ pub trait StateBackend: Send + Sync {
     /// The whole journal (a torn last line skipped, see [`journal`]).
     fn read_journal(&self) -> BoxFuture<'_, Result<JournalRead, StateError>>;
 
+    /// The journal records recovery must look at: those after the last point
+    /// [`StateBackend::mark_settled`] recorded (all of them, for a backend that keeps no such
+    /// point). A journal that only grows would otherwise be read whole by every run.
+    fn read_unsettled_journal(&self) -> BoxFuture<'_, Result<JournalRead, StateError>> {
+        self.read_journal()
+    }
+
+    /// Records that every journal record up to `seq` is settled and its effect written to the
+    /// state, so later runs need not read them to recover. The default keeps nothing.
+    fn mark_settled<'a>(
+        &'a self,
+        lock: &'a LockGuard,
+        seq: u64,
+    ) -> BoxFuture<'a, Result<(), StateError>> {
+        let _ = (lock, seq);
+        Box::pin(async { Ok(()) })
+    }
+
     /// Appends one record durably (fsync'd, or stored, before the future resolves) with the
     /// next seq, and returns it with that seq. Send the cloud call only after this returns.
     fn append_journal<'a>(

@@ -51,6 +51,13 @@ use super::object_io::{ObjectIo, RetrySettings};
 use super::object_lock::ObjectLock;
 use super::{StateBackend, lock};
 
+/// The settled point of the journal: every record up to `through` is settled and in the state.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Settled {
+    through: u64,
+}
+
 /// How many objects are fetched at once when reading the journal or the audit log.
 const READ_CONCURRENCY: usize = 16;
 
@@ -335,13 +342,58 @@ impl ObjectBackend {
         Ok(out)
     }
 
+    /// Where the settled point is kept: `<key>.journal.settled`, `{"through": SEQ}`.
+    pub fn settled_key(&self) -> String {
+        format!("{}.journal.settled", self.key)
+    }
+
+    /// The seq every record up to which is settled (0: none recorded).
+    async fn settled_through(&self) -> Result<u64, StateError> {
+        let key = self.settled_key();
+        let Some(object) = self.io.get(&key).await? else {
+            return Ok(0);
+        };
+        let doc: Settled = serde_json::from_slice(&object.bytes)
+            .map_err(|e| StateError::corrupt(&self.path(&key), Some(e.line()), e.to_string()))?;
+        Ok(doc.through)
+    }
+
+    async fn mark_settled_now(&self, guard: &LockGuard, seq: u64) -> Result<(), StateError> {
+        self.check_guard(guard).await?;
+        if seq <= self.settled_through().await? {
+            return Ok(());
+        }
+        let key = self.settled_key();
+        let body =
+            serde_json::to_vec(&Settled { through: seq }).map_err(|source| StateError::Encode {
+                what: "the journal's settled point",
+                source,
+            })?;
+        // Under the lock nobody else writes it; a plain put is enough.
+        self.io
+            .put(&key, &body, PutCondition::None)
+            .await?
+            .map_err(|_| StateError::corrupt(&self.path(&key), None, "could not be written"))?;
+        Ok(())
+    }
+
+    /// The journal records after `after` (all with 0).
     async fn read_journal_now(&self) -> Result<JournalRead, StateError> {
+        self.read_journal_after(0).await
+    }
+
+    async fn read_journal_after(&self, after: u64) -> Result<JournalRead, StateError> {
         // Names first: a stranger under the prefix is reported before anything is fetched.
-        let keys = self.io.list(&self.journal_prefix()).await?;
-        let seqs = keys
-            .iter()
-            .map(|k| self.seq_of(k))
-            .collect::<Result<Vec<u64>, StateError>>()?;
+        let listed = self.io.list(&self.journal_prefix()).await?;
+        let mut keys = Vec::with_capacity(listed.len());
+        let mut seqs = Vec::with_capacity(listed.len());
+        for key in listed {
+            let seq = self.seq_of(&key)?;
+            if seq > after {
+                keys.push(key);
+                seqs.push(seq);
+            }
+        }
         let mut records = Vec::with_capacity(keys.len());
         let read = self.read_all::<JournalRecord>(keys).await?;
         for ((key, record), seq) in read.into_iter().zip(seqs) {
@@ -485,6 +537,21 @@ impl StateBackend for ObjectBackend {
 
     fn read_journal(&self) -> BoxFuture<'_, Result<JournalRead, StateError>> {
         Box::pin(self.read_journal_now())
+    }
+
+    fn read_unsettled_journal(&self) -> BoxFuture<'_, Result<JournalRead, StateError>> {
+        Box::pin(async move {
+            let through = self.settled_through().await?;
+            self.read_journal_after(through).await
+        })
+    }
+
+    fn mark_settled<'a>(
+        &'a self,
+        lock: &'a LockGuard,
+        seq: u64,
+    ) -> BoxFuture<'a, Result<(), StateError>> {
+        Box::pin(self.mark_settled_now(lock, seq))
     }
 
     fn append_journal<'a>(

@@ -629,3 +629,51 @@ fn damaged_objects_are_errors_naming_them() {
     let err = rt.block_on(b.lock(&LockOptions::new("apply"))).unwrap_err();
     assert!(matches!(err, StateError::LockUnreadable { .. }), "{err:?}");
 }
+
+#[test]
+fn recovery_reads_only_what_follows_the_settled_point() {
+    let store = Arc::new(MemoryObjects::new("bucket"));
+    let b = backend(&store);
+    let rt = rt();
+    let guard = lock(&b);
+    let i = rt
+        .block_on(b.append_journal(&guard, intent("r1", "i-1")))
+        .unwrap();
+    let s = rt
+        .block_on(b.append_journal(&guard, i.next(Step::Sent)))
+        .unwrap();
+    let d = rt
+        .block_on(b.append_journal(&guard, s.done("cr-1", None)))
+        .unwrap();
+    // Nothing recorded yet: recovery reads everything.
+    assert_eq!(
+        rt.block_on(b.read_unsettled_journal())
+            .unwrap()
+            .records
+            .len(),
+        3
+    );
+    rt.block_on(b.mark_settled(&guard, d.seq)).unwrap();
+    let next = rt
+        .block_on(b.append_journal(&guard, intent("r2", "i-2")))
+        .unwrap();
+    assert_eq!(next.seq, 4);
+    let unsettled = rt.block_on(b.read_unsettled_journal()).unwrap();
+    assert_eq!(unsettled.records, vec![next.clone()]);
+    assert_eq!(journal::unresolved(&unsettled.records).len(), 1);
+    // The whole journal stays readable (`state show`), and the point never moves back.
+    assert_eq!(rt.block_on(b.read_journal()).unwrap().records.len(), 4);
+    rt.block_on(b.mark_settled(&guard, 1)).unwrap();
+    assert_eq!(
+        rt.block_on(b.read_unsettled_journal())
+            .unwrap()
+            .records
+            .len(),
+        1
+    );
+    // Only the lock holder may move it.
+    rt.block_on(guard.unlock()).unwrap();
+    let other = lock(&b);
+    rt.block_on(b.force_unlock(other.id())).unwrap();
+    assert!(rt.block_on(b.mark_settled(&other, 4)).is_err());
+}
