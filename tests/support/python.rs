@@ -1,5 +1,5 @@
 //! A Python virtualenv holding the test peers in `tests/peers/requirements.txt` (python-hcl2,
-//! moto's server, highspy), created on first use under the target directory and reused while
+//! moto's server, highspy, and the CI examples' linters), created on first use under the target directory and reused while
 //! the requirements are unchanged. Several test binaries may ask at once; a file lock makes one
 //! of them build it.
 //!
