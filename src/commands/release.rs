@@ -8,6 +8,7 @@
 //! [`crate::release::run`].
 
 use std::io::{BufRead, IsTerminal, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::Context as _;
@@ -103,6 +104,12 @@ pub fn run(global: &GlobalArgs, args: ReleaseArgs) -> anyhow::Result<Outcome> {
     ))?;
 
     let budget = crate::policy::budget_data(&project.config.budget);
+    // Whether the gates (rather than a person) stopped the run: exit 3 instead of 1.
+    let denied = AtomicBool::new(false);
+    let deny = |why: String| {
+        denied.store(true, Ordering::Relaxed);
+        Verdict::Stop(why)
+    };
     let approve = |items: &[Item]| -> Verdict {
         let acts: Vec<&Item> = items.iter().filter(|i| i.decision.acts()).collect();
         if acts.is_empty() {
@@ -111,11 +118,11 @@ pub fn run(global: &GlobalArgs, args: ReleaseArgs) -> anyhow::Result<Outcome> {
         let decisions = match gates(&engine, &budget, items, now) {
             Ok(d) => d,
             // A gate that cannot be evaluated fails closed.
-            Err(e) => return Verdict::Stop(format!("the budget gates failed: {e}")),
+            Err(e) => return deny(format!("the budget gates failed: {e}")),
         };
         if decisions.is_denied() {
             eprint!("{}", decisions.report());
-            return Verdict::Stop("the budget gates deny these releases".into());
+            return deny("the budget gates deny these releases".into());
         }
         if decisions.needs_approval() {
             match args
@@ -130,7 +137,7 @@ pub fn run(global: &GlobalArgs, args: ReleaseArgs) -> anyhow::Result<Outcome> {
                 ),
                 None => {
                     eprint!("{}", decisions.report());
-                    return Verdict::Stop(
+                    return deny(
                         "these releases need an approval: pass --approve \"<reason>\"".into(),
                     );
                 }
@@ -163,7 +170,7 @@ pub fn run(global: &GlobalArgs, args: ReleaseArgs) -> anyhow::Result<Outcome> {
     };
     crate::commands::common::stdout(&text)?;
     Ok(Outcome(match &summary.stopped {
-        Some(why) if why.contains("gates") || why.contains("approval") => exit::DENIED,
+        Some(_) if denied.load(Ordering::Relaxed) => exit::DENIED,
         Some(_) => exit::ERROR,
         None if summary.complete() => exit::OK,
         None => exit::ERROR,
