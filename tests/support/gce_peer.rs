@@ -8,13 +8,12 @@
 
 #![allow(dead_code)]
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
-use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc;
-use std::time::Duration;
+#[path = "peer_process.rs"]
+mod peer_process;
 
+use std::path::Path;
+
+use peer_process::PeerProcess;
 use serde_json::Value;
 
 const SCRIPT: &str = "tests/peers/gce_peer.py";
@@ -24,71 +23,28 @@ pub const PROJECT: &str = "gpucap-test";
 
 /// A running peer, killed on drop.
 pub struct GcePeer {
-    child: Child,
-    // Held open: the peer exits when this pipe closes, even if Drop never runs.
-    _stdin: Option<ChildStdin>,
-    port: u16,
-}
-
-impl Drop for GcePeer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn workspace_root() -> PathBuf {
-    let start = Path::new(env!("CARGO_MANIFEST_DIR"));
-    start
-        .ancestors()
-        .find(|d| d.join(SCRIPT).is_file())
-        .unwrap_or_else(|| panic!("{SCRIPT} not found above {}", start.display()))
-        .to_path_buf()
+    peer: PeerProcess,
 }
 
 impl GcePeer {
     /// The peer under the system `python3`, its Operations finishing after `op_steps` looks.
     pub fn start(config: &Value) -> GcePeer {
-        let script = workspace_root().join(SCRIPT);
-        let mut child = Command::new("python3")
-            .arg(&script)
-            .args(["--port", "0", "--exit-on-stdin-eof"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap_or_else(|e| {
-                panic!("cannot run `python3` for the Compute Engine peer ({e}); the GCP act tests need Python 3 on PATH")
-            });
-        let stdin = child.stdin.take();
-        let stdout = child.stdout.take().expect("peer stdout");
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            let mut line = String::new();
-            let _ = BufReader::new(stdout).read_line(&mut line);
-            let _ = tx.send(line);
-        });
-        let mut peer = GcePeer {
-            child,
-            _stdin: stdin,
-            port: 0,
+        let peer = GcePeer {
+            peer: PeerProcess::start(
+                Path::new("python3"),
+                SCRIPT,
+                &[],
+                "the Compute Engine peer",
+                "the GCP act tests",
+            ),
         };
-        let line = rx
-            .recv_timeout(Duration::from_secs(30))
-            .unwrap_or_else(|_| panic!("the Compute Engine peer printed no port within 30 s"));
-        peer.port = line.trim().parse().unwrap_or_else(|_| {
-            let status = peer.child.try_wait().ok().flatten();
-            panic!(
-                "the Compute Engine peer did not start (printed {line:?}, exit status {status:?})"
-            )
-        });
         peer.post("/_peer/config", config);
         peer
     }
 
     /// The endpoint (`GPUCAP_GCP_ENDPOINT_URL`).
     pub fn url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
+        self.peer.url()
     }
 
     /// Replaces the fault rules: `{"seed": N, "rules": [...]}` (see the script's header).
@@ -105,8 +61,7 @@ impl GcePeer {
     pub fn seed(&self, doc: &Value) -> String {
         let mut doc = doc.clone();
         doc["project"] = PROJECT.into();
-        let (status, body) = self.http("POST", "/_peer/seed", &doc.to_string());
-        assert_eq!(status, 200, "POST /_peer/seed: {body}");
+        self.peer.post_json("/_peer/seed", &doc);
         format!(
             "{}/{}",
             doc["zone"].as_str().unwrap(),
@@ -116,9 +71,7 @@ impl GcePeer {
 
     /// Everything the peer saw and created.
     pub fn record(&self) -> Value {
-        let (status, body) = self.http("GET", "/_peer/record", "");
-        assert_eq!(status, 200, "GET /_peer/record: {body}");
-        serde_json::from_str(&body).expect("the peer's record is JSON")
+        self.peer.get_json("/_peer/record")
     }
 
     /// How often the peer received `op` (`insert`, `operations.wait`, …).
@@ -157,27 +110,6 @@ impl GcePeer {
     }
 
     fn post(&self, path: &str, doc: &Value) {
-        let (status, body) = self.http("POST", path, &doc.to_string());
-        assert_eq!(status, 200, "POST {path}: {body}");
-    }
-
-    fn http(&self, method: &str, path: &str, body: &str) -> (u16, String) {
-        let mut s = TcpStream::connect(("127.0.0.1", self.port)).expect("connect to the peer");
-        s.set_read_timeout(Some(Duration::from_secs(30))).ok();
-        write!(
-            s,
-            "{method} {path} HTTP/1.0\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-            body.len()
-        )
-        .expect("write to the peer");
-        let mut out = String::new();
-        s.read_to_string(&mut out).expect("read the peer's answer");
-        let (head, body) = out.split_once("\r\n\r\n").unwrap_or((&out, ""));
-        let status = head
-            .split_whitespace()
-            .nth(1)
-            .and_then(|c| c.parse().ok())
-            .unwrap_or(0);
-        (status, body.to_string())
+        self.peer.post_json(path, doc);
     }
 }
