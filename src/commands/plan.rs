@@ -5,6 +5,7 @@
 //! Everything between reading the inputs and writing the outputs is the pure library
 //! (demand → planner → solver → plan → policy); this module is the edges and the progress.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -102,6 +103,16 @@ fn parse_now(s: &str) -> Result<DateTime<Utc>, String> {
     crate::timespec::parse_timestamp(s)
 }
 
+/// What [`make_with`] made, with what the outputs need besides the plan.
+struct Made {
+    plan: Plan,
+    /// The problem as JSON, when `--emit-problem` asked for it.
+    problem_text: Option<String>,
+    /// The plan actions whose purchases gpucap's state holds (what a diff calls "bought
+    /// since"), from the one read of the state.
+    bought: BTreeSet<String>,
+}
+
 /// Plans: everything `gpucap plan` does before writing, the gates evaluated and the state the
 /// plan is made against recorded.
 fn make_with(
@@ -109,7 +120,7 @@ fn make_with(
     args: &PlanArgs,
     now: DateTime<Utc>,
     progress: &Progress,
-) -> anyhow::Result<(Plan, Option<String>)> {
+) -> anyhow::Result<Made> {
     progress.step("reading calendars and forecasts");
     let project = Project::load(&global.config, now)?;
     let demand = project.demand()?;
@@ -254,7 +265,14 @@ fn make_with(
 
     // The apply state the plan is made against: `apply` refuses it once another run wrote it.
     plan.state = state.as_ref().map(crate::state::State::reference);
-    Ok((plan, problem_text))
+    let bought = state
+        .map(|s| s.resources.into_iter().map(|r| r.action).collect())
+        .unwrap_or_default();
+    Ok(Made {
+        plan,
+        problem_text,
+        bought,
+    })
 }
 
 /// Plans with the defaults (`gpucap apply` without a saved plan): shows the summary on stderr.
@@ -277,7 +295,7 @@ pub fn make(global: &GlobalArgs, offline: bool, now: DateTime<Utc>) -> anyhow::R
         out_dir: None,
     };
     let progress = Progress::new(global.quiet);
-    let (plan, _) = make_with(global, &args, now, &progress)?;
+    let plan = make_with(global, &args, now, &progress)?.plan;
     progress.done();
     eprint!(
         "{}",
@@ -294,16 +312,17 @@ pub fn run(global: &GlobalArgs, args: PlanArgs) -> anyhow::Result<Outcome> {
     // Read before planning, so a wrong path fails at once, not after the solve.
     let previous = args.compare_to.as_deref().map(previous_plan).transpose()?;
     let progress = Progress::new(global.quiet);
-    let (plan, problem_text) = make_with(global, &args, now, &progress)?;
+    let Made {
+        plan,
+        problem_text,
+        bought,
+    } = make_with(global, &args, now, &progress)?;
     progress.done();
-    let changes = match previous {
-        Some((path, previous)) => Some(
-            crate::plan::diff::diff(&previous, &plan)
-                .against_file(path.display().to_string())
-                .bought_since(&bought_actions(&global.config)?),
-        ),
-        None => None,
-    };
+    let changes = previous.map(|(path, previous)| {
+        crate::plan::diff::diff(&previous, &plan)
+            .against_file(path.display().to_string())
+            .bought_since(&bought)
+    });
     // Every output is rendered and staged beside its target first; only when all of them
     // are ready do they replace their targets, so a failure at any step writes nothing.
     let mut outputs = Outputs::new();
@@ -414,23 +433,6 @@ fn previous_plan(path: &Path) -> anyhow::Result<(PathBuf, Plan)> {
         .into()),
         Err(e) => Err(e.into_anyhow()),
     }
-}
-
-/// The plan actions whose purchases gpucap's state holds (what a diff calls "bought since").
-fn bought_actions(config: &std::path::Path) -> anyhow::Result<std::collections::BTreeSet<String>> {
-    let (config_doc, _) = crate::config::load(config)?;
-    let root = config
-        .parent()
-        .map(std::path::Path::to_path_buf)
-        .unwrap_or_default();
-    let backend = crate::state::backend::open(&config_doc.state, &root)?;
-    let state = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?
-        .block_on(backend.read_state())?;
-    Ok(state
-        .map(|s| s.resources.into_iter().map(|r| r.action).collect())
-        .unwrap_or_default())
 }
 
 /// The capacity the config lists (and, later, Terraform state).
