@@ -130,16 +130,7 @@ pub async fn run(r: Run<'_>) -> Result<Summary, RunError> {
         )
     };
     let result = run_locked(&r, guard.as_ref()).await;
-    // Let go of the lock however the run ended: a shared (S3) lock left behind would stop
-    // every other machine until its lease ran out.
-    if let Some(guard) = guard {
-        match (guard.unlock().await, &result) {
-            (Ok(()), _) => {}
-            (Err(e), Ok(_)) => return Err(e.into()),
-            (Err(e), Err(_)) => tracing::warn!("releasing the state lock after the failure: {e}"),
-        }
-    }
-    result
+    crate::state::lock::unlock_after(guard, result).await
 }
 
 /// The run under the lock (`None` in a dry run).

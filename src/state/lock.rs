@@ -267,6 +267,23 @@ impl LockGuard {
     }
 }
 
+/// Lets go of `guard` (if any) however the run under it ended, and returns the run's result: a
+/// failure to unlock fails a run that succeeded, and is only logged beside a run that failed.
+/// A shared (S3) lock left behind would stop every other machine until its lease ran out.
+pub async fn unlock_after<T, E: From<StateError>>(
+    guard: Option<LockGuard>,
+    result: Result<T, E>,
+) -> Result<T, E> {
+    if let Some(guard) = guard {
+        match (guard.unlock().await, &result) {
+            (Ok(()), _) => {}
+            (Err(e), Ok(_)) => return Err(e.into()),
+            (Err(e), Err(_)) => tracing::warn!("releasing the state lock after the failure: {e}"),
+        }
+    }
+    result
+}
+
 impl Drop for LockGuard {
     fn drop(&mut self) {
         if let Some(r) = self.release.take() {
