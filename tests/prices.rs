@@ -288,7 +288,11 @@ fn the_offline_table_shows_every_kind_with_its_source_date_and_spot_spread() {
     assert!(p5.contains("–"), "spot shows its zones' range: {p5}");
     // GCP A3: 1- and 3-year commitments too.
     let a3 = row("a3-highgpu-8g");
-    assert_eq!(a3.matches(" snap ").count(), 4, "on-demand, spot, 1y, 3y: {a3}");
+    assert_eq!(
+        a3.matches(" snap ").count(),
+        4,
+        "on-demand, spot, 1y, 3y: {a3}"
+    );
     for note in [
         "spot, indicative, as of ",
         "on-demand, as of ",
