@@ -307,7 +307,9 @@ pub fn merge(catalog: Vec<Entry>, published: Vec<Entry>) -> Result<Vec<Entry>, S
 /// The label a row is counted under: its kind, and its term for terms.
 pub fn kind_label(o: &Offer) -> String {
     match (o.kind, o.term_hours) {
-        (PurchaseKind::Reservation | PurchaseKind::Commitment, Some(h)) if h % 8760 == 0 => {
+        (PurchaseKind::Reservation | PurchaseKind::Commitment, Some(h))
+            if h.is_multiple_of(8760) =>
+        {
             format!("{} {}y", o.kind, h / 8760)
         }
         (kind, _) => kind.to_string(),
