@@ -274,6 +274,47 @@ fn a_recursive_policy_is_refused_not_a_stack_overflow() {
     );
 }
 
+/// A gate building 60 GB of strings once the plan has a cost.
+const GREEDY_POLICY: &str = "package gpucap.policies.greedy\n\nimport rego.v1\n\n\
+    deny contains d if {\n\tinput.cost.expected_total > 0\n\t\
+    long := concat(\",\", [format_int(i, 10) | some i in numbers.range(1, 100000)])\n\t\
+        count({concat(\"\", [format_int(x, 10), long]) | some x in numbers.range(1, 100000)}) > 0\n\t\
+    d := {\"rule\": \"greedy\", \"message\": \"m\", \"fix\": \"f\"}\n}\n";
+
+#[test]
+fn a_policy_that_takes_gigabytes_stops_the_plan_with_its_name_not_an_out_of_memory() {
+    let (dir, config) = quickstart(|text| {
+        text.replace(
+            "max_quote_age = \"24h\"",
+            "max_quote_age = \"24h\"\npolicies = [\"greedy\"]",
+        )
+    });
+    let policies = dir.path().join("greedy");
+    std::fs::create_dir_all(&policies).expect("mkdir");
+    std::fs::write(policies.join("greedy.rego"), GREEDY_POLICY).expect("written");
+    let plan = dir.path().join("plan.json");
+    let r = run(
+        &config,
+        &[
+            "plan",
+            "--now",
+            NOW,
+            "-q",
+            "-o",
+            plan.to_str().expect("utf-8"),
+        ],
+    );
+    no_panic(&r);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("greedy.rego"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("more than 1024 MiB of memory"),
+        "{}",
+        r.stderr
+    );
+    assert!(!plan.exists(), "the gate failed closed: no plan written");
+}
+
 #[test]
 fn plan_files_are_checked_before_anything_is_generated_from_them() {
     let text =
