@@ -274,12 +274,53 @@ fn a_recursive_policy_is_refused_not_a_stack_overflow() {
     );
 }
 
-/// A gate building 60 GB of strings once the plan has a cost.
-const GREEDY_POLICY: &str = "package gpucap.policies.greedy\n\nimport rego.v1\n\n\
-    deny contains d if {\n\tinput.cost.expected_total > 0\n\t\
-    long := concat(\",\", [format_int(i, 10) | some i in numbers.range(1, 100000)])\n\t\
-        count({concat(\"\", [format_int(x, 10), long]) | some x in numbers.range(1, 100000)}) > 0\n\t\
-    d := {\"rule\": \"greedy\", \"message\": \"m\", \"fix\": \"f\"}\n}\n";
+#[test]
+fn a_region_that_does_not_exist_is_refused_in_the_config_with_the_nearest_one() {
+    let (_dir, config) = quickstart(|text| {
+        text.replace(
+            "regions = [\"us-east-1\", \"us-east-2\", \"us-east4\"]",
+            "regions = [\"us-east-1\", \"us-east-99\", \"us-east4\"]",
+        )
+    });
+    for args in [&["demand"][..], &["plan", "--now", NOW, "-q"][..]] {
+        let r = run(&config, args);
+        no_panic(&r);
+        assert_eq!(r.code, 2, "{}", r.stderr);
+        assert!(
+            r.stderr.contains(
+                "gpucap.toml: `pools.h100-us-east.regions[1]`: aws has no region `us-east-99`"
+            ),
+            "{}",
+            r.stderr
+        );
+        assert!(
+            r.stderr.contains("did you mean `us-east-1`?"),
+            "{}",
+            r.stderr
+        );
+        assert!(
+            !r.stderr.contains("campaign"),
+            "not blamed on a campaign: {}",
+            r.stderr
+        );
+    }
+}
+
+/// Once the plan has a cost, builds a string of 1.1 × 10⁹ bytes, ten times longer at each
+/// step (`concat` copies fast): a gigabyte well within the time the timer allows.
+fn greedy_policy() -> String {
+    let mut steps = String::from("\ts0 := \"xxxxxxxxxx\"\n");
+    for i in 1..=7 {
+        let parts = vec![format!("s{}", i - 1); 10].join(", ");
+        steps += &format!("\ts{i} := concat(\"\", [{parts}])\n");
+    }
+    let parts = vec!["s7"; 11].join(", ");
+    format!(
+        "package gpucap.policies.greedy\n\nimport rego.v1\n\ndeny contains d if {{\n\
+         \tinput.cost.expected_total > 0\n{steps}\tcount(concat(\"\", [{parts}])) > 0\n\
+         \td := {{\"rule\": \"greedy\", \"message\": \"m\", \"fix\": \"f\"}}\n}}\n"
+    )
+}
 
 #[test]
 fn a_policy_that_takes_gigabytes_stops_the_plan_with_its_name_not_an_out_of_memory() {
@@ -291,7 +332,7 @@ fn a_policy_that_takes_gigabytes_stops_the_plan_with_its_name_not_an_out_of_memo
     });
     let policies = dir.path().join("greedy");
     std::fs::create_dir_all(&policies).expect("mkdir");
-    std::fs::write(policies.join("greedy.rego"), GREEDY_POLICY).expect("written");
+    std::fs::write(policies.join("greedy.rego"), &greedy_policy()).expect("written");
     let plan = dir.path().join("plan.json");
     let r = run(
         &config,
@@ -321,7 +362,7 @@ fn plan_files_are_checked_before_anything_is_generated_from_them() {
         std::fs::read_to_string(root().join("tests/fixtures/plans/aws.json")).expect("fixture");
     let base: serde_json::Value = serde_json::from_str(&text).expect("json");
     type Edit = fn(&mut serde_json::Value);
-    let cases: [(Edit, &str); 10] = [
+    let cases: [(Edit, &str); 11] = [
         (
             |p| p["actions"][0]["instances"] = 4294967295u32.into(),
             "actions[0].instances",
@@ -340,6 +381,10 @@ fn plan_files_are_checked_before_anything_is_generated_from_them() {
         ),
         (
             |p| p["actions"][0]["region"] = "us-central1".into(),
+            "actions[0].region",
+        ),
+        (
+            |p| p["actions"][0]["region"] = "us-east-99".into(),
             "actions[0].region",
         ),
         (
