@@ -306,6 +306,60 @@ fn a_region_that_does_not_exist_is_refused_in_the_config_with_the_nearest_one() 
     }
 }
 
+#[test]
+fn catalog_rows_selling_no_gpus_are_refused_and_unknown_instance_types_are_not_offers() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let header = "InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,GpuInfo,Price,SpotPrice,Region,AvailabilityZone,Arch\n";
+    let good = "p5.48xlarge,H100,8.0,192.0,2048.0,x,98.32,,us-east-1,use1-az4,x86_64\n";
+    let zero = dir.path().join("zero.csv");
+    std::fs::write(
+        &zero,
+        format!(
+            "{header}{good}p5.48xlarge,H100,0,192.0,2048.0,x,98.32,,us-east-1,use1-az6,x86_64\n"
+        ),
+    )
+    .expect("written");
+    let out = gpucap()
+        .args(["prices", "--format", "json", "--import"])
+        .arg(&zero)
+        .output()
+        .expect("run");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("zero.csv:3") && stderr.contains("`AcceleratorCount` `0`"),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty(), "no offers printed");
+
+    let unknown = dir.path().join("unknown.csv");
+    std::fs::write(
+        &unknown,
+        format!("{header}p9.huge,H100,4.0,192.0,2048.0,x,50.0,,us-east-1,use1-az4,x86_64\n{good}"),
+    )
+    .expect("written");
+    let out = gpucap()
+        .args(["prices", "--format", "json", "--import"])
+        .arg(&unknown)
+        .output()
+        .expect("run");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let offers: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let types: Vec<&str> = offers
+        .as_array()
+        .expect("offers")
+        .iter()
+        .map(|o| o["instance_type"].as_str().expect("a type"))
+        .collect();
+    assert_eq!(types, ["p5.48xlarge"], "{stderr}");
+    assert!(
+        stderr.contains("unknown.csv:2 p9.huge")
+            && stderr.contains("not in gpucap's instance-type table"),
+        "{stderr}"
+    );
+}
+
 /// Once the plan has a cost, builds a string of 1.1 × 10⁹ bytes, ten times longer at each
 /// step (`concat` copies fast): a gigabyte well within the time the timer allows.
 fn greedy_policy() -> String {
