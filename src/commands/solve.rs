@@ -14,6 +14,7 @@ use comfy_table::{Cell, CellAlignment, Table, presets::UTF8_BORDERS_ONLY};
 use crate::commands::common::{Format, GlobalArgs, Outcome, stdout};
 use crate::problem::{self, OfferKind, Solution, Status, Usage, Validated};
 use crate::render::terminal::thousands;
+use crate::render::text::visible;
 use crate::solver::{self, SolveOptions};
 use crate::timespec;
 
@@ -189,7 +190,7 @@ fn purchases(v: &Validated, s: &Solution) -> String {
         let term = v.problem().offers[o].term_hours.unwrap_or(0);
         let end = p.start_hour.saturating_add(term);
         t.add_row(vec![
-            Cell::new(&p.offer),
+            Cell::new(visible(&p.offer)),
             Cell::new(when(v, p.start_hour)),
             right(format!("{}–{end}", p.start_hour)),
             right(p.instances),
@@ -229,7 +230,7 @@ fn usage(v: &Validated, s: &Solution, k: usize, name: &str) -> String {
             "on-demand"
         };
         t.add_row(vec![
-            Cell::new(&u.offer),
+            Cell::new(visible(&u.offer)),
             Cell::new(kind),
             right(hours),
             right(peak),
@@ -243,7 +244,8 @@ fn usage(v: &Validated, s: &Solution, k: usize, name: &str) -> String {
         t.to_string()
     };
     format!(
-        "\nscenario `{name}` (probability {probability}): on-demand and spot {}\n{body}\n",
+        "\nscenario `{}` (probability {probability}): on-demand and spot {}\n{body}\n",
+        visible(name),
         dollars(scenario.cost)
     )
 }
