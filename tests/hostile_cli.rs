@@ -635,3 +635,102 @@ fn inputs_once_accepted_although_wrong_are_refused() {
     assert!(r.stderr.contains("capacity[1].id"), "{}", r.stderr);
     assert!(!r.stderr.contains("a bug"), "{}", r.stderr);
 }
+
+/// A problem Cbc cannot finish in seconds: odd instance sizes against 2,000 hours of demand
+/// that changes every few hours, in four scenarios (a debug build finds no plan in 20 s).
+fn hard_problem() -> String {
+    let hours = 2000u32;
+    let mut seed = 7u64;
+    let mut next = move |lo: u32, hi: u32| {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        lo + ((seed >> 33) as u32) % (hi - lo + 1)
+    };
+    let mut segments = |count: usize| {
+        let (mut out, mut h) = (Vec::new(), 0);
+        while h < hours && out.len() < count {
+            let end = (h + next(3, 30)).min(hours);
+            out.push(format!("[{h}, {end}, {}]", next(20, 400)));
+            h = end;
+        }
+        out.join(", ")
+    };
+    let scenarios: Vec<String> = (0..4)
+        .map(|i| {
+            format!(
+                r#"{{"name": "s{i}", "probability": 0.25, "demand": {{"p": {{"firm": [{}], "flex": [{}]}}}}}}"#,
+                segments(usize::MAX),
+                segments(20)
+            )
+        })
+        .collect();
+    format!(
+        r#"{{"schema": "gpucap.problem/v1", "start": "2027-01-04T00:00:00Z", "hours": {hours}, "pools": ["p"],
+  "offers": [
+    {{"id": "od-7", "pool": "p", "kind": "on_demand", "gpus_per_instance": 7, "price_per_instance_hour": 7.3}},
+    {{"id": "od-5", "pool": "p", "kind": "on_demand", "gpus_per_instance": 5, "price_per_instance_hour": 5.4}},
+    {{"id": "spot-3", "pool": "p", "kind": "spot", "gpus_per_instance": 3, "price_per_instance_hour": 1.9, "overhead": 0.1, "max_instances": 20}},
+    {{"id": "term-11", "pool": "p", "kind": "term", "gpus_per_instance": 11, "price_per_instance_hour": 6.1, "term_hours": 168, "starts": {{"from": 0, "to": 1832, "step": 12}}, "max_instances": 40}},
+    {{"id": "term-13", "pool": "p", "kind": "term", "gpus_per_instance": 13, "price_per_instance_hour": 7.0, "term_hours": 336, "starts": {{"from": 0, "to": 1664, "step": 24}}, "max_instances": 40}}
+  ],
+  "scenarios": [{}]}}"#,
+        scenarios.join(", ")
+    )
+}
+
+#[test]
+fn at_the_time_limit_the_best_plan_comes_back_with_its_gap_and_progress_shows_at_v() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("hard.json");
+    std::fs::write(&path, hard_problem()).expect("written");
+    let started = std::time::Instant::now();
+    let out = gpucap()
+        .arg("solve")
+        .arg(&path)
+        .args(["--time-limit", "1", "-v"])
+        .output()
+        .expect("run");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(60),
+        "the limit ended the solve"
+    );
+    let solution: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(solution["status"], "feasible", "{solution}");
+    let message = solution["message"].as_str().expect("a message");
+    assert!(
+        message.starts_with("stopped at the time limit: this is the best plan found")
+            && message.contains("gap ")
+            && message.contains("--time-limit"),
+        "{message}"
+    );
+    let (cost, bound) = (
+        solution["expected_cost"].as_f64().expect("cost"),
+        solution["bound"].as_f64().expect("bound"),
+    );
+    assert!(
+        bound > 0.0 && bound < cost,
+        "a proven bound below the plan: {solution}"
+    );
+    // -v: a line as the pool starts and one as it ends, with its status.
+    assert!(stderr.contains("pool p: solving "), "{stderr}");
+    assert!(
+        stderr.contains("pool p: no plan yet") || stderr.contains("pool p: feasible"),
+        "{stderr}"
+    );
+
+    // Without -v and off a terminal: no progress at all.
+    let out = gpucap()
+        .arg("solve")
+        .arg(root().join("tests/fixtures/problems/spec-example.json"))
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains("pool "),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

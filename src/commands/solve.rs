@@ -42,7 +42,7 @@ pub struct SolveArgs {
     pub threads: usize,
 }
 
-pub fn run(_global: &GlobalArgs, args: SolveArgs) -> anyhow::Result<Outcome> {
+pub fn run(global: &GlobalArgs, args: SolveArgs) -> anyhow::Result<Outcome> {
     let (text, path) = read(&args.problem)?;
     let parsed = problem::parse(&text, &path)?;
     let validated = problem::validate(parsed).map_err(|mut e| {
@@ -56,11 +56,22 @@ pub fn run(_global: &GlobalArgs, args: SolveArgs) -> anyhow::Result<Outcome> {
     let options = SolveOptions {
         time_limit: Some(args.time_limit.unwrap_or(crate::limits::DEFAULT_TIME_LIMIT)),
         threads: args.threads,
+        observer: super::solving::SolveProgress::observer(
+            validated.problem().pools.len(),
+            None,
+            global.verbose > 0,
+            global.quiet,
+        ),
         ..SolveOptions::default()
     };
     let started = Instant::now();
     let solution = solver::solve(&validated, &options);
     tracing::info!("solved in {:.3} s", started.elapsed().as_secs_f64());
+    // The baselines in the table solve the pools again; their progress would only confuse.
+    let options = SolveOptions {
+        observer: Default::default(),
+        ..options
+    };
     if let Some(message) = &solution.message {
         tracing::warn!("{message}");
     }
