@@ -368,7 +368,7 @@ fn greedy_policy() -> String {
         let parts = vec![format!("s{}", i - 1); 10].join(", ");
         steps += &format!("\ts{i} := concat(\"\", [{parts}])\n");
     }
-    let parts = vec!["s7"; 11].join(", ");
+    let parts = ["s7"; 11].join(", ");
     format!(
         "package gpucap.policies.greedy\n\nimport rego.v1\n\ndeny contains d if {{\n\
          \tinput.cost.expected_total > 0\n{steps}\tcount(concat(\"\", [{parts}])) > 0\n\
@@ -386,7 +386,7 @@ fn a_policy_that_takes_gigabytes_stops_the_plan_with_its_name_not_an_out_of_memo
     });
     let policies = dir.path().join("greedy");
     std::fs::create_dir_all(&policies).expect("mkdir");
-    std::fs::write(policies.join("greedy.rego"), &greedy_policy()).expect("written");
+    std::fs::write(policies.join("greedy.rego"), greedy_policy()).expect("written");
     let plan = dir.path().join("plan.json");
     let r = run(
         &config,

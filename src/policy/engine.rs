@@ -589,7 +589,7 @@ mod tests {
             let parts = vec![format!("s{}", i - 1); 10].join(", ");
             steps += &format!("\ts{i} := concat(\"\", [{parts}])\n");
         }
-        let parts = vec!["s7"; 11].join(", ");
+        let parts = ["s7"; 11].join(", ");
         format!(
             "package gpucap.policies.greedy\n\nimport rego.v1\n\ndeny contains d if {{\n\
              \tinput.cost.expected_total > 0\n{steps}\tcount(concat(\"\", [{parts}])) > 0\n\
