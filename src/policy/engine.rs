@@ -51,6 +51,8 @@ impl PolicyEngine {
     /// Only the given sources (no built-ins unless they are among them).
     pub fn from_sources(sources: Vec<PolicySource>) -> Result<PolicyEngine, PolicyError> {
         super::recursion::check(&sources)?;
+        // regorus checks its memory limit while parsing too: wait for any evaluation to end.
+        let _turn = turn();
         let mut engine = regorus::Engine::new();
         engine.set_rego_v0(false);
         // Plans are data the user controls; a builtin given the wrong type should be an error
@@ -108,6 +110,17 @@ impl PolicyEngine {
     /// Evaluates the gates on a plan. `data` is the budget section; see [`prepare_data`] for
     /// the keys the engine fills in.
     pub fn evaluate(
+        &self,
+        plan: &Value,
+        data: &Value,
+        now: DateTime<Utc>,
+    ) -> Result<Decisions, PolicyError> {
+        let _turn = turn();
+        self.evaluate_in_turn(plan, data, now)
+    }
+
+    /// [`PolicyEngine::evaluate`], for a caller that holds the [`turn`].
+    fn evaluate_in_turn(
         &self,
         plan: &Value,
         data: &Value,
@@ -193,7 +206,7 @@ impl PolicyEngine {
     fn check(&self) -> Result<(), PolicyError> {
         let empty = serde_json::json!({});
         let now = DateTime::<Utc>::UNIX_EPOCH;
-        match self.evaluate(&empty, &empty, now) {
+        match self.evaluate_in_turn(&empty, &empty, now) {
             // A missing field of an empty plan is simply undefined in Rego, so anything that
             // fails here fails for every plan.
             Err(e @ (PolicyError::Eval { .. } | PolicyError::Syntax { .. })) => Err(e),
@@ -202,27 +215,30 @@ impl PolicyEngine {
     }
 }
 
-/// Holds the process to [`crate::limits::MAX_POLICY_MEMORY`] more heap than it had when an
-/// evaluation began, until dropped. regorus's memory limit is one process-wide ceiling, so
-/// evaluations take turns (they take milliseconds) rather than move it under each other.
-struct MemoryBound {
-    _turn: std::sync::MutexGuard<'static, ()>,
+/// regorus's memory limit is one process-wide ceiling, checked while parsing policies as well
+/// as while evaluating them; so loading and evaluating take turns (they take milliseconds),
+/// and one evaluation's ceiling never applies to another's work.
+static REGO_TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn turn() -> std::sync::MutexGuard<'static, ()> {
+    // A panic elsewhere while holding the turn leaves nothing inconsistent behind.
+    REGO_TURN
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-static EVALUATION_TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+/// Holds the process to [`crate::limits::MAX_POLICY_MEMORY`] more heap than it had when an
+/// evaluation began, until dropped. Set only while holding the [`turn`].
+struct MemoryBound;
 
 impl MemoryBound {
     fn set() -> MemoryBound {
-        // A panic elsewhere while holding the turn leaves nothing inconsistent behind.
-        let turn = EVALUATION_TURN
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let (live, _) = regorus_mimalloc::allocation_stats_snapshot();
         let ceiling = live
             .allocated
             .saturating_add(crate::limits::MAX_POLICY_MEMORY);
         regorus::set_global_memory_limit(Some(ceiling));
-        MemoryBound { _turn: turn }
+        MemoryBound
     }
 }
 
