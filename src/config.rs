@@ -604,15 +604,7 @@ impl Config {
                 ));
             }
             for (i, region) in pool.regions.iter().enumerate() {
-                let Some(cloud) = Cloud::of_region(region) else {
-                    return Err(InputError::new(
-                        at(format!("pools.{id}.regions[{i}]")),
-                        format!("`{region}` is not a region name of AWS, GCP or Azure"),
-                    )
-                    .with_hint(
-                        "use API region names like `us-east-1`, `us-central1` or `eastus`",
-                    ));
-                };
+                let cloud = known_region(region, at(format!("pools.{id}.regions[{i}]")))?;
                 if !pool.clouds.is_empty() && !pool.clouds.contains(&cloud) {
                     return Err(InputError::new(
                         at(format!("pools.{id}.regions[{i}]")),
@@ -622,6 +614,9 @@ impl Config {
                     ));
                 }
             }
+        }
+        for (i, region) in self.budget.allowed_regions.iter().enumerate() {
+            known_region(region, at(format!("budget.allowed_regions[{i}]")))?;
         }
         for (i, f) in self.inputs.forecasts.iter().enumerate() {
             if let Some(team) = &f.team
@@ -686,7 +681,8 @@ impl Config {
             ));
             let mut parts = key.split('/');
             let cloud_ok = parts.next().is_some_and(|c| c.parse::<Cloud>().is_ok());
-            let region_ok = parts.next().is_none_or(|r| Cloud::of_region(r).is_some());
+            let region = parts.next();
+            let region_ok = region.is_none_or(|r| Cloud::of_region(r).is_some());
             if !(cloud_ok && region_ok) {
                 return Err(InputError::new(
                     at(format!("spot.overrides.\"{key}\"")),
@@ -695,6 +691,9 @@ impl Config {
                     ),
                 )
                 .with_hint("for example `aws`, `aws/us-west-2` or `aws/us-west-2/p5.48xlarge`"));
+            }
+            if let Some(region) = region {
+                known_region(region, at(format!("spot.overrides.\"{key}\"")))?;
             }
         }
         for (at_key, rate, availability) in spot_figures {
@@ -738,12 +737,7 @@ impl Config {
                     ),
                 ));
             }
-            if Cloud::of_region(&c.region).is_none() {
-                return Err(InputError::new(
-                    at(format!("capacity[{i}].region")),
-                    format!("`{}` is not an AWS, GCP or Azure region name", c.region),
-                ));
-            }
+            known_region(&c.region, at(format!("capacity[{i}].region")))?;
             if c.kind == gpucap_provider::PurchaseKind::OnDemand
                 || c.kind == gpucap_provider::PurchaseKind::Spot
             {
@@ -979,6 +973,36 @@ pub fn load(path: &Path) -> Result<(Config, String), InputError> {
     Ok((config, text))
 }
 
+/// The cloud of `region`, a region that cloud has ([`gpucap_provider::regions`]); else an
+/// error at `at` suggesting the nearest one.
+fn known_region(region: &str, at: Location) -> Result<Cloud, InputError> {
+    let Some(cloud) = Cloud::of_region(region) else {
+        let mut err = InputError::new(
+            at,
+            format!(
+                "`{}` is not a region name of AWS, GCP or Azure",
+                visible(region)
+            ),
+        );
+        err = match gpucap_provider::regions::closest(region) {
+            Some(near) => err.with_hint(format!("did you mean `{near}`?")),
+            None => {
+                err.with_hint("use API region names like `us-east-1`, `us-central1` or `eastus`")
+            }
+        };
+        return Err(err);
+    };
+    if gpucap_provider::regions::exists(cloud, region) {
+        return Ok(cloud);
+    }
+    let known = "if it is newer than gpucap's list of regions (providers/core/data/regions.csv), add it there";
+    let hint = match gpucap_provider::regions::closest(region) {
+        Some(near) => format!("did you mean `{near}`? ({known})"),
+        None => known.to_string(),
+    };
+    Err(InputError::new(at, format!("{cloud} has no region `{}`", visible(region))).with_hint(hint))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1021,6 +1045,44 @@ mod tests {
         assert!(err.to_string().contains("not a duration"), "{err}");
         let err = parse("[pools.x]\naccelerator = \"h100\"\nregions = [\"Mars\"]\n").unwrap_err();
         assert_eq!(err.location.field.as_deref(), Some("pools.x.regions[0]"));
+    }
+
+    #[test]
+    fn regions_that_do_not_exist_are_refused_with_the_nearest_real_one() {
+        for (text, field) in [
+            (
+                "[pools.x]\naccelerator = \"h100\"\nregions = [\"us-east-1\", \"us-east-99\"]\n",
+                "pools.x.regions[1]",
+            ),
+            (
+                "[budget]\nallowed_regions = [\"us-east-99\"]\n",
+                "budget.allowed_regions[0]",
+            ),
+            (
+                "[spot.overrides.\"aws/us-east-99\"]\navailability = 0.5\n",
+                "spot.overrides.\"aws/us-east-99\"",
+            ),
+            (
+                "[[capacity]]\nid = \"r\"\nkind = \"reservation\"\nregion = \"us-east-99\"\ninstance_type = \"p5.48xlarge\"\ninstances = 1\n",
+                "capacity[0].region",
+            ),
+        ] {
+            let err = parse(text).expect_err(field);
+            assert_eq!(err.location.field.as_deref(), Some(field), "{err}");
+            assert!(
+                err.to_string().contains("aws has no region `us-east-99`"),
+                "{err}"
+            );
+            assert!(
+                err.hint
+                    .as_deref()
+                    .is_some_and(|h| h.starts_with("did you mean `us-east-1`?")),
+                "{:?}",
+                err.hint
+            );
+        }
+        parse("[pools.x]\naccelerator = \"h100\"\nregions = [\"us-east-1\", \"eastus2\", \"europe-west4\"]\n")
+            .expect("real regions");
     }
 
     #[test]

@@ -57,6 +57,13 @@ pub const MAX_TERM_STARTS: u64 = 1_000_000;
 /// evaluation fails, which stops the run before any plan is written.
 pub const MAX_POLICY_TIME: std::time::Duration = std::time::Duration::from_secs(10);
 
+/// Most memory one evaluation of the budget gates may take, bytes above what the process held
+/// when it began (regorus's allocator-backed memory limit): 1 GiB. The built-in gates take
+/// kilobytes; a comprehension over `numbers.range(1, 1e8)` takes gigabytes within the
+/// [`MAX_POLICY_TIME`], so without this bound it would end the process for lack of memory
+/// rather than in an error naming the policy.
+pub const MAX_POLICY_MEMORY: u64 = 1 << 30;
+
 /// Whether `v` is a finite number in `[min, max]`.
 pub fn finite_in(v: f64, min: f64, max: f64) -> bool {
     v.is_finite() && v >= min && v <= max

@@ -275,12 +275,148 @@ fn a_recursive_policy_is_refused_not_a_stack_overflow() {
 }
 
 #[test]
+fn a_region_that_does_not_exist_is_refused_in_the_config_with_the_nearest_one() {
+    let (_dir, config) = quickstart(|text| {
+        text.replace(
+            "regions = [\"us-east-1\", \"us-east-2\", \"us-east4\"]",
+            "regions = [\"us-east-1\", \"us-east-99\", \"us-east4\"]",
+        )
+    });
+    for args in [&["demand"][..], &["plan", "--now", NOW, "-q"][..]] {
+        let r = run(&config, args);
+        no_panic(&r);
+        assert_eq!(r.code, 2, "{}", r.stderr);
+        assert!(
+            r.stderr.contains(
+                "gpucap.toml: `pools.h100-us-east.regions[1]`: aws has no region `us-east-99`"
+            ),
+            "{}",
+            r.stderr
+        );
+        assert!(
+            r.stderr.contains("did you mean `us-east-1`?"),
+            "{}",
+            r.stderr
+        );
+        assert!(
+            !r.stderr.contains("campaign"),
+            "not blamed on a campaign: {}",
+            r.stderr
+        );
+    }
+}
+
+#[test]
+fn catalog_rows_selling_no_gpus_are_refused_and_unknown_instance_types_are_not_offers() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let header = "InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,GpuInfo,Price,SpotPrice,Region,AvailabilityZone,Arch\n";
+    let good = "p5.48xlarge,H100,8.0,192.0,2048.0,x,98.32,,us-east-1,use1-az4,x86_64\n";
+    let zero = dir.path().join("zero.csv");
+    std::fs::write(
+        &zero,
+        format!(
+            "{header}{good}p5.48xlarge,H100,0,192.0,2048.0,x,98.32,,us-east-1,use1-az6,x86_64\n"
+        ),
+    )
+    .expect("written");
+    let out = gpucap()
+        .args(["prices", "--format", "json", "--import"])
+        .arg(&zero)
+        .output()
+        .expect("run");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("zero.csv:3") && stderr.contains("`AcceleratorCount` `0`"),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty(), "no offers printed");
+
+    let unknown = dir.path().join("unknown.csv");
+    std::fs::write(
+        &unknown,
+        format!("{header}p9.huge,H100,4.0,192.0,2048.0,x,50.0,,us-east-1,use1-az4,x86_64\n{good}"),
+    )
+    .expect("written");
+    let out = gpucap()
+        .args(["prices", "--format", "json", "--import"])
+        .arg(&unknown)
+        .output()
+        .expect("run");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let offers: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let types: Vec<&str> = offers
+        .as_array()
+        .expect("offers")
+        .iter()
+        .map(|o| o["instance_type"].as_str().expect("a type"))
+        .collect();
+    assert_eq!(types, ["p5.48xlarge"], "{stderr}");
+    assert!(
+        stderr.contains("unknown.csv:2 p9.huge")
+            && stderr.contains("not in gpucap's instance-type table"),
+        "{stderr}"
+    );
+}
+
+/// Once the plan has a cost, builds a string of 1.1 × 10⁹ bytes, ten times longer at each
+/// step (`concat` copies fast): a gigabyte well within the time the timer allows.
+fn greedy_policy() -> String {
+    let mut steps = String::from("\ts0 := \"xxxxxxxxxx\"\n");
+    for i in 1..=7 {
+        let parts = vec![format!("s{}", i - 1); 10].join(", ");
+        steps += &format!("\ts{i} := concat(\"\", [{parts}])\n");
+    }
+    let parts = ["s7"; 11].join(", ");
+    format!(
+        "package gpucap.policies.greedy\n\nimport rego.v1\n\ndeny contains d if {{\n\
+         \tinput.cost.expected_total > 0\n{steps}\tcount(concat(\"\", [{parts}])) > 0\n\
+         \td := {{\"rule\": \"greedy\", \"message\": \"m\", \"fix\": \"f\"}}\n}}\n"
+    )
+}
+
+#[test]
+fn a_policy_that_takes_gigabytes_stops_the_plan_with_its_name_not_an_out_of_memory() {
+    let (dir, config) = quickstart(|text| {
+        text.replace(
+            "max_quote_age = \"24h\"",
+            "max_quote_age = \"24h\"\npolicies = [\"greedy\"]",
+        )
+    });
+    let policies = dir.path().join("greedy");
+    std::fs::create_dir_all(&policies).expect("mkdir");
+    std::fs::write(policies.join("greedy.rego"), greedy_policy()).expect("written");
+    let plan = dir.path().join("plan.json");
+    let r = run(
+        &config,
+        &[
+            "plan",
+            "--now",
+            NOW,
+            "-q",
+            "-o",
+            plan.to_str().expect("utf-8"),
+        ],
+    );
+    no_panic(&r);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("greedy.rego"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("more than 1024 MiB of memory"),
+        "{}",
+        r.stderr
+    );
+    assert!(!plan.exists(), "the gate failed closed: no plan written");
+}
+
+#[test]
 fn plan_files_are_checked_before_anything_is_generated_from_them() {
     let text =
         std::fs::read_to_string(root().join("tests/fixtures/plans/aws.json")).expect("fixture");
     let base: serde_json::Value = serde_json::from_str(&text).expect("json");
     type Edit = fn(&mut serde_json::Value);
-    let cases: [(Edit, &str); 10] = [
+    let cases: [(Edit, &str); 11] = [
         (
             |p| p["actions"][0]["instances"] = 4294967295u32.into(),
             "actions[0].instances",
@@ -299,6 +435,10 @@ fn plan_files_are_checked_before_anything_is_generated_from_them() {
         ),
         (
             |p| p["actions"][0]["region"] = "us-central1".into(),
+            "actions[0].region",
+        ),
+        (
+            |p| p["actions"][0]["region"] = "us-east-99".into(),
             "actions[0].region",
         ),
         (
@@ -494,4 +634,103 @@ fn inputs_once_accepted_although_wrong_are_refused() {
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("capacity[1].id"), "{}", r.stderr);
     assert!(!r.stderr.contains("a bug"), "{}", r.stderr);
+}
+
+/// A problem Cbc cannot finish in seconds: odd instance sizes against 2,000 hours of demand
+/// that changes every few hours, in four scenarios (a debug build finds no plan in 20 s).
+fn hard_problem() -> String {
+    let hours = 2000u32;
+    let mut seed = 7u64;
+    let mut next = move |lo: u32, hi: u32| {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        lo + ((seed >> 33) as u32) % (hi - lo + 1)
+    };
+    let mut segments = |count: usize| {
+        let (mut out, mut h) = (Vec::new(), 0);
+        while h < hours && out.len() < count {
+            let end = (h + next(3, 30)).min(hours);
+            out.push(format!("[{h}, {end}, {}]", next(20, 400)));
+            h = end;
+        }
+        out.join(", ")
+    };
+    let scenarios: Vec<String> = (0..4)
+        .map(|i| {
+            format!(
+                r#"{{"name": "s{i}", "probability": 0.25, "demand": {{"p": {{"firm": [{}], "flex": [{}]}}}}}}"#,
+                segments(usize::MAX),
+                segments(20)
+            )
+        })
+        .collect();
+    format!(
+        r#"{{"schema": "gpucap.problem/v1", "start": "2027-01-04T00:00:00Z", "hours": {hours}, "pools": ["p"],
+  "offers": [
+    {{"id": "od-7", "pool": "p", "kind": "on_demand", "gpus_per_instance": 7, "price_per_instance_hour": 7.3}},
+    {{"id": "od-5", "pool": "p", "kind": "on_demand", "gpus_per_instance": 5, "price_per_instance_hour": 5.4}},
+    {{"id": "spot-3", "pool": "p", "kind": "spot", "gpus_per_instance": 3, "price_per_instance_hour": 1.9, "overhead": 0.1, "max_instances": 20}},
+    {{"id": "term-11", "pool": "p", "kind": "term", "gpus_per_instance": 11, "price_per_instance_hour": 6.1, "term_hours": 168, "starts": {{"from": 0, "to": 1832, "step": 12}}, "max_instances": 40}},
+    {{"id": "term-13", "pool": "p", "kind": "term", "gpus_per_instance": 13, "price_per_instance_hour": 7.0, "term_hours": 336, "starts": {{"from": 0, "to": 1664, "step": 24}}, "max_instances": 40}}
+  ],
+  "scenarios": [{}]}}"#,
+        scenarios.join(", ")
+    )
+}
+
+#[test]
+fn at_the_time_limit_the_best_plan_comes_back_with_its_gap_and_progress_shows_at_v() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("hard.json");
+    std::fs::write(&path, hard_problem()).expect("written");
+    let started = std::time::Instant::now();
+    let out = gpucap()
+        .arg("solve")
+        .arg(&path)
+        .args(["--time-limit", "1", "-v"])
+        .output()
+        .expect("run");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(60),
+        "the limit ended the solve"
+    );
+    let solution: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(solution["status"], "feasible", "{solution}");
+    let message = solution["message"].as_str().expect("a message");
+    assert!(
+        message.starts_with("stopped at the time limit: this is the best plan found")
+            && message.contains("gap ")
+            && message.contains("--time-limit"),
+        "{message}"
+    );
+    let (cost, bound) = (
+        solution["expected_cost"].as_f64().expect("cost"),
+        solution["bound"].as_f64().expect("bound"),
+    );
+    assert!(
+        bound > 0.0 && bound < cost,
+        "a proven bound below the plan: {solution}"
+    );
+    // -v: a line as the pool starts and one as it ends, with its status.
+    assert!(stderr.contains("pool p: solving "), "{stderr}");
+    assert!(
+        stderr.contains("pool p: no plan yet") || stderr.contains("pool p: feasible"),
+        "{stderr}"
+    );
+
+    // Without -v and off a terminal: no progress at all.
+    let out = gpucap()
+        .arg("solve")
+        .arg(root().join("tests/fixtures/problems/spec-example.json"))
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains("pool "),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

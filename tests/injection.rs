@@ -226,3 +226,40 @@ fn names_with_control_or_bidi_characters_are_refused_at_input() {
         assert!(!err.to_string().contains('\u{1b}'), "{err}");
     }
 }
+
+/// A problem file is input that `check_name` never saw: its offer ids and scenario names reach
+/// the `solve` tables through the one escaping function, so no escape sequence comes out raw.
+#[test]
+fn the_solve_tables_show_hostile_names_escaped() {
+    let text = std::fs::read_to_string(root().join("tests/fixtures/problems/spec-example.json"))
+        .expect("fixture");
+    let hostile = text
+        .replace(
+            "aws/us-east-1/p5.48xlarge/spot",
+            "spot\\u001b[2J\\u202eevil",
+        )
+        .replace("\"slip-2w\"", "\"slip\\r\\u001b]0;owned\\u0007\"");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("problem.json");
+    std::fs::write(&path, hostile).expect("written");
+    let out = gpucap()
+        .args(["solve", "--format", "table"])
+        .arg(&path)
+        .output()
+        .expect("run");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        !stdout.contains(['\u{1b}', '\r', '\u{7}', '\u{202e}']),
+        "raw control characters in:\n{stdout}"
+    );
+    assert!(stdout.contains("spot\\u{1b}[2J\\u{202e}evil"), "{stdout}");
+    assert!(
+        stdout.contains("scenario `slip\\r\\u{1b}]0;owned\\u{7}`"),
+        "{stdout}"
+    );
+}

@@ -16,6 +16,7 @@ use crate::demand::summary::{compare_scenarios, summarise};
 use crate::render::chart::{ImageFormat, demand_png, demand_svg};
 use crate::render::stack::Stack;
 use crate::render::terminal::{Size, stacked_chart, thousands};
+use crate::render::text::visible;
 
 #[derive(Debug, Args)]
 pub struct DemandArgs {
@@ -111,7 +112,7 @@ fn report(
         project.campaigns.len(),
         project.calendar_files.len(),
         project.forecasts.len(),
-        sc.name,
+        visible(&sc.name),
         sc.probability,
     );
     let summaries = summarise(curve, scenario);
@@ -135,11 +136,11 @@ fn report(
             .join("+");
         let places = match pool.regions.len() {
             0 => format!("{clouds}, any region"),
-            1..=3 => pool.regions.join(", "),
+            1..=3 => visible(&pool.regions.join(", ")).into_owned(),
             n => format!("{clouds}, {n} regions"),
         };
         table.add_row(vec![
-            Cell::new(&pool.id),
+            Cell::new(visible(&pool.id)),
             Cell::new(&s.accelerator),
             Cell::new(places),
             Cell::new(s.peak_gpus).set_alignment(CellAlignment::Right),
@@ -155,7 +156,7 @@ fn report(
     let _ = writeln!(out, "{table}\n");
 
     for ((pool, s), pc) in curve.pools.iter().zip(&summaries).zip(&sc.pools) {
-        let _ = writeln!(out, "── {} ({}) ──", pool.id, pool.accelerator);
+        let _ = writeln!(out, "── {} ({}) ──", visible(&pool.id), pool.accelerator);
         if !s.drivers.is_empty() {
             let drivers: Vec<String> = s
                 .drivers
@@ -164,7 +165,7 @@ fn report(
                 .map(|d| {
                     format!(
                         "{} {}{}",
-                        d.label,
+                        visible(&d.label),
                         d.gpus,
                         if d.flex { " (flex)" } else { "" }
                     )
@@ -205,11 +206,16 @@ fn report(
         "probability".into(),
         "GPU-hours".into(),
     ];
-    header.extend(curve.pools.iter().map(|p| format!("peak {}", p.id)));
+    header.extend(
+        curve
+            .pools
+            .iter()
+            .map(|p| format!("peak {}", visible(&p.id))),
+    );
     scenarios.load_preset(UTF8_BORDERS_ONLY).set_header(header);
     for s in compare_scenarios(curve) {
         let mut row = vec![
-            Cell::new(&s.name),
+            Cell::new(visible(&s.name)),
             Cell::new(s.probability).set_alignment(CellAlignment::Right),
             Cell::new(thousands(s.gpu_hours)).set_alignment(CellAlignment::Right),
         ];

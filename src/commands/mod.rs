@@ -15,4 +15,5 @@ pub mod project;
 pub mod quotes;
 pub mod release;
 pub mod solve;
+pub mod solving;
 pub mod state;

@@ -226,11 +226,27 @@ fn make_with(
     ));
     let options = SolveOptions {
         time_limit: Some(args.time_limit.unwrap_or(crate::limits::DEFAULT_TIME_LIMIT)),
+        observer: super::solving::SolveProgress::observer(
+            planned.problem.pools.len(),
+            progress.bar.clone(),
+            global.verbose > 0,
+            global.quiet,
+        ),
         ..SolveOptions::default()
     };
     let started = Instant::now();
     let solution = solver::solve(&validated, &options);
     tracing::info!("solved in {:.2} s", started.elapsed().as_secs_f64());
+    if solution.status == crate::problem::Status::Feasible
+        && let Some(message) = &solution.message
+    {
+        progress.warn(message);
+    }
+    // The baselines solve the pools again; their progress would only confuse.
+    let options = SolveOptions {
+        observer: Default::default(),
+        ..options
+    };
     progress.step("pricing the baselines");
     let baselines = solver::baselines(&validated, &options);
 

@@ -14,6 +14,7 @@ use comfy_table::{Cell, CellAlignment, Table, presets::UTF8_BORDERS_ONLY};
 use crate::commands::common::{Format, GlobalArgs, Outcome, stdout};
 use crate::problem::{self, OfferKind, Solution, Status, Usage, Validated};
 use crate::render::terminal::thousands;
+use crate::render::text::visible;
 use crate::solver::{self, SolveOptions};
 use crate::timespec;
 
@@ -41,7 +42,7 @@ pub struct SolveArgs {
     pub threads: usize,
 }
 
-pub fn run(_global: &GlobalArgs, args: SolveArgs) -> anyhow::Result<Outcome> {
+pub fn run(global: &GlobalArgs, args: SolveArgs) -> anyhow::Result<Outcome> {
     let (text, path) = read(&args.problem)?;
     let parsed = problem::parse(&text, &path)?;
     let validated = problem::validate(parsed).map_err(|mut e| {
@@ -55,11 +56,22 @@ pub fn run(_global: &GlobalArgs, args: SolveArgs) -> anyhow::Result<Outcome> {
     let options = SolveOptions {
         time_limit: Some(args.time_limit.unwrap_or(crate::limits::DEFAULT_TIME_LIMIT)),
         threads: args.threads,
+        observer: super::solving::SolveProgress::observer(
+            validated.problem().pools.len(),
+            None,
+            global.verbose > 0,
+            global.quiet,
+        ),
         ..SolveOptions::default()
     };
     let started = Instant::now();
     let solution = solver::solve(&validated, &options);
     tracing::info!("solved in {:.3} s", started.elapsed().as_secs_f64());
+    // The baselines in the table solve the pools again; their progress would only confuse.
+    let options = SolveOptions {
+        observer: Default::default(),
+        ..options
+    };
     if let Some(message) = &solution.message {
         tracing::warn!("{message}");
     }
@@ -189,7 +201,7 @@ fn purchases(v: &Validated, s: &Solution) -> String {
         let term = v.problem().offers[o].term_hours.unwrap_or(0);
         let end = p.start_hour.saturating_add(term);
         t.add_row(vec![
-            Cell::new(&p.offer),
+            Cell::new(visible(&p.offer)),
             Cell::new(when(v, p.start_hour)),
             right(format!("{}–{end}", p.start_hour)),
             right(p.instances),
@@ -229,7 +241,7 @@ fn usage(v: &Validated, s: &Solution, k: usize, name: &str) -> String {
             "on-demand"
         };
         t.add_row(vec![
-            Cell::new(&u.offer),
+            Cell::new(visible(&u.offer)),
             Cell::new(kind),
             right(hours),
             right(peak),
@@ -243,7 +255,8 @@ fn usage(v: &Validated, s: &Solution, k: usize, name: &str) -> String {
         t.to_string()
     };
     format!(
-        "\nscenario `{name}` (probability {probability}): on-demand and spot {}\n{body}\n",
+        "\nscenario `{}` (probability {probability}): on-demand and spot {}\n{body}\n",
+        visible(name),
         dollars(scenario.cost)
     )
 }

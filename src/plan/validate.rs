@@ -108,7 +108,16 @@ pub fn validate(plan: &Plan, path: &Path) -> Result<(), InputError> {
             .parse()
             .map_err(|m: String| InputError::new(at(f("cloud")), visible(&m).into_owned()))?;
         match Cloud::of_region(&a.region) {
-            Some(c) if c == cloud => {}
+            Some(c) if c == cloud && gpucap_provider::regions::exists(cloud, &a.region) => {}
+            Some(c) if c == cloud => {
+                let near = gpucap_provider::regions::closest(&a.region)
+                    .map(|r| format!("; the nearest is `{r}`"))
+                    .unwrap_or_default();
+                return err(
+                    f("region"),
+                    format!("{cloud} has no region `{}`{near}", visible(&a.region)),
+                );
+            }
             Some(c) => {
                 return err(
                     f("region"),

@@ -51,6 +51,8 @@ impl PolicyEngine {
     /// Only the given sources (no built-ins unless they are among them).
     pub fn from_sources(sources: Vec<PolicySource>) -> Result<PolicyEngine, PolicyError> {
         super::recursion::check(&sources)?;
+        // regorus checks its memory limit while parsing too: wait for any evaluation to end.
+        let _turn = turn();
         let mut engine = regorus::Engine::new();
         engine.set_rego_v0(false);
         // Plans are data the user controls; a builtin given the wrong type should be an error
@@ -62,6 +64,7 @@ impl PolicyEngine {
             limit: crate::limits::MAX_POLICY_TIME,
             check_interval: std::num::NonZeroU32::MIN.saturating_add(999),
         });
+        super::ranges::register(&mut engine).map_err(|e| PolicyError::BadData(format!("{e:#}")))?;
         let mut packages = BTreeSet::new();
         for source in &sources {
             let name = source.path.display().to_string();
@@ -112,8 +115,20 @@ impl PolicyEngine {
         data: &Value,
         now: DateTime<Utc>,
     ) -> Result<Decisions, PolicyError> {
+        let _turn = turn();
+        self.evaluate_in_turn(plan, data, now)
+    }
+
+    /// [`PolicyEngine::evaluate`], for a caller that holds the [`turn`].
+    fn evaluate_in_turn(
+        &self,
+        plan: &Value,
+        data: &Value,
+        now: DateTime<Utc>,
+    ) -> Result<Decisions, PolicyError> {
         check_plan(plan)?;
         let data = prepare_data(data.clone(), now)?;
+        let _memory = MemoryBound::set();
         let mut engine = self.engine.clone();
         engine.set_input(regorus::Value::from(plan.clone()));
         engine
@@ -191,13 +206,65 @@ impl PolicyEngine {
     fn check(&self) -> Result<(), PolicyError> {
         let empty = serde_json::json!({});
         let now = DateTime::<Utc>::UNIX_EPOCH;
-        match self.evaluate(&empty, &empty, now) {
+        match self.evaluate_in_turn(&empty, &empty, now) {
             // A missing field of an empty plan is simply undefined in Rego, so anything that
             // fails here fails for every plan.
             Err(e @ (PolicyError::Eval { .. } | PolicyError::Syntax { .. })) => Err(e),
             _ => Ok(()),
         }
     }
+}
+
+/// regorus's memory limit is one process-wide ceiling, checked while parsing policies as well
+/// as while evaluating them; so loading and evaluating take turns (they take milliseconds),
+/// and one evaluation's ceiling never applies to another's work.
+static REGO_TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn turn() -> std::sync::MutexGuard<'static, ()> {
+    // A panic elsewhere while holding the turn leaves nothing inconsistent behind.
+    REGO_TURN
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Holds the process to [`crate::limits::MAX_POLICY_MEMORY`] more heap than it had when an
+/// evaluation began, until dropped. Set only while holding the [`turn`].
+struct MemoryBound;
+
+impl MemoryBound {
+    fn set() -> MemoryBound {
+        let (live, _) = regorus_mimalloc::allocation_stats_snapshot();
+        let ceiling = live
+            .allocated
+            .saturating_add(crate::limits::MAX_POLICY_MEMORY);
+        regorus::set_global_memory_limit(Some(ceiling));
+        MemoryBound
+    }
+}
+
+impl Drop for MemoryBound {
+    fn drop(&mut self) {
+        regorus::set_global_memory_limit(None);
+    }
+}
+
+/// Says which of regorus's limits an evaluation ran into, in the user's terms; `None` for
+/// any other error.
+fn limit_message(err: &anyhow::Error) -> Option<String> {
+    let limit = err
+        .chain()
+        .find_map(|e| e.downcast_ref::<regorus::LimitError>())?;
+    Some(match limit {
+        regorus::LimitError::MemoryLimitExceeded { .. } => format!(
+            "the policy took more than {} MiB of memory, the limit for one evaluation of the gates",
+            crate::limits::MAX_POLICY_MEMORY >> 20
+        ),
+        regorus::LimitError::TimeLimitExceeded { .. } => format!(
+            "the policy ran longer than {} s, the limit for one evaluation of the gates",
+            crate::limits::MAX_POLICY_TIME.as_secs()
+        ),
+        other => format!("{other}"),
+    })
 }
 
 /// One `deny`/`warn`/`approval` set of one package, as decisions.
@@ -210,6 +277,14 @@ fn eval_set(
     // A query on a rule the package does not define is undefined (no result), not an error.
     let query = format!("data.{package}.{set}");
     let results = engine.eval_query(query, false).map_err(|e| {
+        if let Some(message) = limit_message(&e) {
+            return PolicyError::Eval {
+                package: package.to_string(),
+                set,
+                message,
+                location: Location::default(),
+            };
+        }
         let text = format!("{e:#}");
         let location = parse_position(&text)
             .map(|p| Location::file(p.file).line(p.line).column(p.column))
@@ -520,6 +595,80 @@ mod tests {
 
     fn now() -> DateTime<Utc> {
         "2027-01-03T06:00:00Z".parse().expect("a time")
+    }
+
+    /// Once the plan has a cost, builds a string of 1.1 × 10⁹ bytes, ten times longer at each
+    /// step (`concat` copies fast): a gigabyte well within the time the timer allows.
+    fn greedy() -> String {
+        let mut steps = String::from("\ts0 := \"xxxxxxxxxx\"\n");
+        for i in 1..=7 {
+            let parts = vec![format!("s{}", i - 1); 10].join(", ");
+            steps += &format!("\ts{i} := concat(\"\", [{parts}])\n");
+        }
+        let parts = ["s7"; 11].join(", ");
+        format!(
+            "package gpucap.policies.greedy\n\nimport rego.v1\n\ndeny contains d if {{\n\
+             \tinput.cost.expected_total > 0\n{steps}\tcount(concat(\"\", [{parts}])) > 0\n\
+             \td := {{\"rule\": \"greedy\", \"message\": \"m\", \"fix\": \"f\"}}\n}}\n"
+        )
+    }
+
+    #[test]
+    fn a_policy_that_takes_gigabytes_is_an_error_naming_it_not_an_out_of_memory() {
+        let mut sources = builtin::policies();
+        sources.push(user("team/greedy.rego", &greedy()));
+        let engine = PolicyEngine::from_sources(sources).expect("loads: the empty plan costs 0");
+        let plan = json!({"cost": {"expected_total": 1000.0}});
+        let started = std::time::Instant::now();
+        let err = engine
+            .evaluate(&plan, &json!({}), now())
+            .expect_err("the evaluation is stopped");
+        let shown = InputErrorText::of(err);
+        assert!(shown.starts_with("team/greedy.rego: "), "{shown}");
+        assert!(
+            shown.contains("gpucap.policies.greedy.deny")
+                && shown.contains("more than 1024 MiB of memory"),
+            "{shown}"
+        );
+        assert!(
+            started.elapsed() < crate::limits::MAX_POLICY_TIME,
+            "the timer did not stop it"
+        );
+        // The bound is lifted afterwards: the same engine still evaluates a plan it can afford.
+        let cheap = json!({"cost": {"expected_total": 0.0}});
+        engine
+            .evaluate(&cheap, &json!({}), now())
+            .expect("evaluates");
+    }
+
+    #[test]
+    fn a_range_too_long_to_hold_is_an_error_naming_the_line_not_an_abort() {
+        let text = "package gpucap.policies.greedy\n\nimport rego.v1\n\n\
+            deny contains d if {\n\tinput.cost.expected_total > 0\n\t\
+            count({x | some x in numbers.range(1, 1000000000000000)}) > 0\n\t\
+            d := {\"rule\": \"greedy\", \"message\": \"m\", \"fix\": \"f\"}\n}\n";
+        let mut sources = builtin::policies();
+        sources.push(user("team/greedy.rego", text));
+        let engine = PolicyEngine::from_sources(sources).expect("loads");
+        let plan = json!({"cost": {"expected_total": 1000.0}});
+        let err = engine
+            .evaluate(&plan, &json!({}), now())
+            .expect_err("refused");
+        let shown = InputErrorText::of(err);
+        assert!(shown.starts_with("team/greedy.rego:7:"), "{shown}");
+        assert!(
+            shown.contains("a range of 1000000000000000 numbers is more than a gate may hold"),
+            "{shown}"
+        );
+    }
+
+    /// An error as the user sees it.
+    struct InputErrorText;
+
+    impl InputErrorText {
+        fn of(err: PolicyError) -> String {
+            crate::diagnostic::InputError::from(err).to_string()
+        }
     }
 
     #[test]

@@ -17,6 +17,7 @@ pub mod builtin;
 pub mod cases;
 mod engine;
 mod error;
+mod ranges;
 mod recursion;
 
 pub use engine::{PolicyEngine, PolicySource, budget_data, check_plan, prepare_data};

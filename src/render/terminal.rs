@@ -96,8 +96,9 @@ pub fn stacked_chart(stack: &Stack, horizon: &Horizon, size: Size, color: bool) 
         let gpu_hours: u64 = stack.values[band].iter().map(|&v| v as u64).sum();
         let _ = writeln!(
             out,
-            "  {} {label}  ({} GPU-h)",
+            "  {} {}  ({} GPU-h)",
             glyph(band, color),
+            super::text::visible(label),
             thousands(gpu_hours)
         );
     }
@@ -189,6 +190,23 @@ mod tests {
         );
         assert!(chart.contains("█ a  (320 GPU-h)"), "{chart}");
         assert!(chart.contains("2027-01-01"), "{chart}");
+    }
+
+    #[test]
+    fn legend_names_are_shown_escaped() {
+        let horizon = Horizon::new(parse_timestamp("2027-01-01").unwrap(), Span::hours(10));
+        let stack = Stack {
+            labels: vec!["a\u{1b}[2Jb".into()],
+            values: vec![vec![1; 10]],
+            hours: 10,
+        };
+        let size = Size {
+            width: 10,
+            height: 4,
+        };
+        let chart = stacked_chart(&stack, &horizon, size, false);
+        assert!(!chart.contains('\u{1b}'), "{chart}");
+        assert!(chart.contains("a\\u{1b}[2Jb  (10 GPU-h)"), "{chart}");
     }
 
     #[test]

@@ -29,6 +29,7 @@ mod mip;
 mod model;
 mod plan;
 mod pool;
+pub mod progress;
 mod recourse;
 mod timeline;
 
@@ -61,6 +62,8 @@ pub struct SolveOptions {
     pub rel_gap: f64,
     /// Let the MIP engine print its log (on stdout: for debugging only).
     pub solver_log: bool,
+    /// Told as each pool starts and ends ([`progress`]).
+    pub observer: progress::Observer,
 }
 
 impl Default for SolveOptions {
@@ -70,6 +73,7 @@ impl Default for SolveOptions {
             threads: 0,
             rel_gap: 1e-8,
             solver_log: false,
+            observer: progress::Observer::default(),
         }
     }
 }
@@ -106,6 +110,19 @@ fn over_budget(solution: &Solution, budget: f64) -> String {
     }
 }
 
+/// Says that the plan is the best found in the time limit, and how far from optimal it may be.
+fn stopped_early(solution: &Solution) -> String {
+    let gap = if solution.expected_cost > 0.0 {
+        (solution.expected_cost - solution.bound) / solution.expected_cost * 100.0
+    } else {
+        0.0
+    };
+    format!(
+        "stopped at the time limit: this is the best plan found, at ${:.2}; no plan can cost less than ${:.2} (gap {gap:.4} %). Allow more time (`--time-limit`) to prove the optimum",
+        solution.expected_cost, solution.bound
+    )
+}
+
 /// What solving every pool gave.
 #[derive(Debug, Default)]
 struct Outcome {
@@ -130,6 +147,9 @@ impl Outcome {
         } else {
             Status::Feasible
         };
+        if solution.status == Status::Feasible && solution.message.is_none() {
+            solution.message = Some(stopped_early(&solution));
+        }
         solution
     }
 }
@@ -212,7 +232,34 @@ fn solve_pool(
         rel_gap: options.rel_gap,
         log: options.solver_log,
     };
+    let pool = v.problem().pools[scope.pool].as_str();
+    options.observer.started(progress::PoolStarted {
+        pool,
+        columns: model.mip.num_cols(),
+        rows: model.mip.num_rows(),
+    });
     let result = mip::solve(&model.mip, limits);
+    options.observer.finished(progress::PoolFinished {
+        pool,
+        status: match result.status {
+            MipStatus::Optimal => "optimal",
+            MipStatus::Feasible => "feasible",
+            MipStatus::NoSolution => "no plan yet",
+            MipStatus::Infeasible => "infeasible",
+        },
+        cost: (!result.values.is_empty()).then(|| {
+            let cost: f64 = model
+                .mip
+                .cost
+                .iter()
+                .zip(&result.values)
+                .map(|(c, x)| c * x)
+                .sum();
+            cost + model.constant
+        }),
+        bound: result.bound + model.constant,
+        seconds: started.elapsed().as_secs_f64(),
+    });
     tracing::debug!(
         pool = %v.problem().pools[scope.pool],
         segments = data.timeline.segments(),

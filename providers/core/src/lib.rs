@@ -25,6 +25,7 @@ pub mod error;
 pub mod instance_types;
 pub mod objects;
 pub mod provider;
+pub mod regions;
 pub mod retry;
 pub mod skypilot;
 pub mod snapshot;

@@ -16,7 +16,9 @@ use chrono::{DateTime, Utc};
 use rust_decimal::Decimal;
 
 use crate::provider::{Action, Issue, Problem};
-use crate::{Accelerator, Cloud, Offer, PurchaseKind, Source, SourceKind, validate};
+use crate::{
+    Accelerator, Cloud, Offer, PurchaseKind, Source, SourceKind, instance_types, validate,
+};
 
 /// The catalog's "price unknown" value.
 const PLACEHOLDER: Decimal = Decimal::from_parts(700, 0, 0, false, 0);
@@ -110,6 +112,8 @@ pub fn import(text: &str, file: &Path, fetched_at: DateTime<Utc>) -> Result<Impo
     let mut unknown: BTreeMap<String, usize> = BTreeMap::new();
     let mut hosts: HashMap<(String, String), (Option<Decimal>, Option<Decimal>)> = HashMap::new();
     let mut attached: Vec<Attached> = Vec::new();
+    // Instance types of known accelerators that the instance-type table lacks: first line, rows.
+    let mut unlisted: BTreeMap<(Cloud, String), (u64, usize)> = BTreeMap::new();
 
     for result in reader.records() {
         let record = result.map_err(|e| fail(e.position().map(|p| p.line()), e.to_string()))?;
@@ -158,6 +162,17 @@ pub fn import(text: &str, file: &Path, fetched_at: DateTime<Utc>) -> Result<Impo
                 )
             })?),
         };
+        // A row that sells no GPUs (or fewer than none) is a broken row, not one to correct from
+        // the instance-type table: whatever produced it may have broken its prices too.
+        if let Some(c) = count.filter(|c| *c <= Decimal::ZERO) {
+            return Err(fail(
+                Some(line),
+                format!(
+                    "`AcceleratorCount` `{}` is not a number of GPUs: a row must sell at least one",
+                    c.normalize()
+                ),
+            ));
+        }
 
         if cloud == Cloud::Gcp && instance_type.is_empty() {
             // An accelerator row: priced on top of its host machine, or a TPU priced alone.
@@ -202,6 +217,19 @@ pub fn import(text: &str, file: &Path, fetched_at: DateTime<Utc>) -> Result<Impo
         if listed_acc.is_empty() {
             if cloud == Cloud::Gcp {
                 hosts.insert((instance_type, zone.unwrap_or_default()), (price, spot));
+            }
+            continue;
+        }
+        // An instance type the table does not know has only the catalog's word for its GPUs,
+        // and catalogs get counts wrong: it is skipped, and said so, rather than planned on.
+        if instance_types::lookup(cloud, &instance_type).is_none() {
+            if Accelerator::parse(&listed_acc).is_ok() {
+                unlisted
+                    .entry((cloud, instance_type))
+                    .or_insert_with(|| (line, 0))
+                    .1 += 1;
+            } else {
+                *unknown.entry(format!("{cloud} {listed_acc}")).or_default() += 1;
             }
             continue;
         }
@@ -274,6 +302,19 @@ pub fn import(text: &str, file: &Path, fetched_at: DateTime<Utc>) -> Result<Impo
             region: None,
             subject: format!("{} {machine}", file.display()),
             problem: Problem::Other { message: format!("{rows} accelerator rows have no host-VM row for their zone; the GPU price alone would understate the machine") },
+            action: Action::Skipped,
+        });
+    }
+    for ((cloud, instance_type), (line, rows)) in unlisted {
+        issues.push(Issue {
+            cloud,
+            region: None,
+            subject: format!("{}:{line} {instance_type}", file.display()),
+            problem: Problem::Other {
+                message: format!(
+                    "instance type not in gpucap's instance-type table, so the GPU count the catalog lists cannot be checked; its {rows} row(s) are not offers"
+                ),
+            },
             action: Action::Skipped,
         });
     }
@@ -463,6 +504,50 @@ a2-highgpu-1g,12.0,85.0,,,,us-central1,us-central1-a,0.73948,0.36975
             "{:?}",
             imported.issues
         );
+    }
+
+    const AWS_HEADER: &str = "InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,GpuInfo,Price,SpotPrice,Region,AvailabilityZone,Arch\n";
+
+    #[test]
+    fn rows_selling_no_gpus_are_refused_not_corrected() {
+        for count in ["0", "0.0", "-8", "-0.5"] {
+            let text = format!(
+                "{AWS_HEADER}p5.48xlarge,H100,8.0,192.0,2048.0,x,98.32,,us-east-1,use1-az4,x86_64\n\
+                 p5.48xlarge,H100,{count},192.0,2048.0,x,98.32,,us-east-1,use1-az6,x86_64\n"
+            );
+            let err = import(&text, Path::new("aws.csv"), Utc::now()).expect_err(count);
+            assert!(
+                err.to_string()
+                    .starts_with("aws.csv:3: `AcceleratorCount` `"),
+                "{err}"
+            );
+            assert!(err.to_string().contains("at least one"), "{err}");
+        }
+    }
+
+    #[test]
+    fn instance_types_the_table_lacks_are_skipped_and_reported_once() {
+        let text = format!(
+            "{AWS_HEADER}p9.huge,H100,4.0,192.0,2048.0,x,50.0,,us-east-1,use1-az4,x86_64\n\
+             p9.huge,H100,4.0,192.0,2048.0,x,51.0,20.0,us-west-2,usw2-az1,x86_64\n\
+             p5.48xlarge,H100,8.0,192.0,2048.0,x,98.32,,us-east-1,use1-az4,x86_64\n"
+        );
+        let imported = import(&text, Path::new("aws.csv"), Utc::now()).expect("imports");
+        assert!(
+            imported
+                .offers
+                .iter()
+                .all(|o| o.instance_type == "p5.48xlarge")
+        );
+        assert_eq!(imported.offers.len(), 1);
+        let skipped: Vec<String> = imported.issues.iter().map(|i| i.to_string()).collect();
+        assert_eq!(skipped.len(), 1, "{skipped:?}");
+        assert!(skipped[0].contains("aws.csv:2 p9.huge"), "{skipped:?}");
+        assert!(
+            skipped[0].contains("its 2 row(s) are not offers"),
+            "{skipped:?}"
+        );
+        assert_eq!(imported.issues[0].action, Action::Skipped);
     }
 
     #[test]

@@ -28,15 +28,25 @@ pub struct Hardware {
     pub corrected: Option<Problem>,
 }
 
-/// Resolves the accelerator and GPU count of `instance_type`. A known instance type wins over
-/// what the source listed (a disagreement is returned in `corrected`); an unknown one needs
-/// a listed accelerator and a whole, positive count.
+/// Resolves the accelerator and GPU count of `instance_type`. A listed count of zero or less
+/// is refused; otherwise a known instance type wins over what the source listed (a
+/// disagreement is returned in `corrected`), and an unknown one needs a listed accelerator and
+/// a whole, positive count.
 pub fn hardware(
     cloud: Cloud,
     instance_type: &str,
     listed_accelerator: Option<&str>,
     listed_gpus: Option<Decimal>,
 ) -> Result<Hardware, Problem> {
+    if let Some(listed) = listed_gpus.filter(|g| *g <= Decimal::ZERO) {
+        // Nothing to correct: a row that sells no GPUs is broken, whatever the type carries.
+        return Err(Problem::Other {
+            message: format!(
+                "GPU count `{}` of `{instance_type}` is not a positive number",
+                listed.normalize()
+            ),
+        });
+    }
     if let Some((accelerator, gpus)) = instance_types::lookup(cloud, instance_type) {
         let corrected = match listed_gpus {
             Some(listed) if listed != Decimal::from(gpus) => Some(Problem::GpuCountMismatch {
@@ -115,6 +125,13 @@ mod tests {
         );
         let hw = hardware(Cloud::Aws, "p5.48xlarge", Some("H100"), Some(d("8.0"))).expect("known");
         assert_eq!(hw.corrected, None);
+        for listed in ["0", "-8"] {
+            let refused = hardware(Cloud::Aws, "p5.48xlarge", Some("H100"), Some(d(listed)));
+            assert!(
+                refused.is_err_and(|p| p.to_string().contains("not a positive number")),
+                "{listed}"
+            );
+        }
     }
 
     #[test]
