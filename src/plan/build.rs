@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use chrono::{DateTime, Duration, Timelike, Utc};
 use gpucap_provider::PurchaseKind;
+use rust_decimal::prelude::ToPrimitive;
 
 use crate::calendar::Campaign;
 use crate::demand::{self, DemandCurve};
@@ -387,6 +388,14 @@ pub fn build(inputs: PlanInputs<'_>) -> Result<Plan, BuildError> {
                 upfront_per_instance: info.upfront,
                 offering_id: info.offering_id.clone(),
                 origin: source.origin.clone(),
+                list_price_per_instance_hour: info
+                    .list
+                    .as_ref()
+                    .and_then(|l| l.price_per_instance_hour.to_f64()),
+                list_source: info
+                    .list
+                    .as_ref()
+                    .map(|l| source_name(l.source.kind).to_string()),
             })
         })
         .collect();
@@ -456,6 +465,7 @@ fn source_name(kind: gpucap_provider::SourceKind) -> &'static str {
         Cache => "cache",
         Snapshot => "snapshot",
         Import => "import",
+        Contract => "contract",
     }
 }
 

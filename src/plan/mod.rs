@@ -314,6 +314,13 @@ pub struct Quote {
     pub offering_id: Option<String>,
     /// Where the price came from in words (API, snapshot entry's URL, file).
     pub origin: String,
+    /// `contract` prices only: the list price the contract price replaces (a discount, or a
+    /// private offer priced off a list), and that list price's source, whose age the quote-age
+    /// gate checks. Absent for list prices and private offers at a stated rate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub list_price_per_instance_hour: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub list_source: Option<String>,
 }
 
 #[cfg(test)]
