@@ -180,6 +180,19 @@ pub struct Stranded {
     pub gpu_hours: u64,
     /// The term price of those GPU-hours.
     pub cost: f64,
+    /// The same per pool (pools with idle term capacity only): where the idle capacity is, e.g.
+    /// a commitment idling in one pool while capacity blocks serve another.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pools: Vec<StrandedPool>,
+}
+
+/// Term GPU-hours paid for but idle in one pool and scenario.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StrandedPool {
+    pub pool: String,
+    pub gpu_hours: u64,
+    /// The pool's average term price of those GPU-hours.
+    pub cost: f64,
 }
 
 /// What an action does.
