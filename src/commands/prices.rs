@@ -251,7 +251,11 @@ impl<'a> JsonOffer<'a> {
             origin: &o.source.origin,
             fetched_at: o.source.fetched_at,
             age_hours: (now - o.source.fetched_at).num_hours(),
-            stale: cache::is_stale(o, now),
+            stale: if o.source.kind == SourceKind::Contract {
+                is_stale(p, now)
+            } else {
+                cache::is_stale(o, now)
+            },
         }
     }
 }
@@ -340,11 +344,7 @@ fn cell(p: &Priced, now: DateTime<Utc>) -> String {
         SourceKind::Import => "import",
         SourceKind::Contract => "contract",
     };
-    let stale = if o.source.kind != SourceKind::Snapshot && cache::is_stale(o, now) {
-        " STALE"
-    } else {
-        ""
-    };
+    let stale = if is_stale(p, now) { " STALE" } else { "" };
     let list = p
         .list
         .as_ref()
@@ -360,6 +360,16 @@ fn cell(p: &Priced, now: DateTime<Utc>) -> String {
         o.effective_price_per_gpu_hour(),
         age(now - o.source.fetched_at)
     )
+}
+
+/// A fetched quote past its cache lifetime. A contract price is as stale as the list price it
+/// discounts; the snapshot and a private offer at its own rate are dated, not stale.
+fn is_stale(p: &Priced, now: DateTime<Utc>) -> bool {
+    let kind = p
+        .list
+        .as_ref()
+        .map_or(p.offer.source.kind, |l| l.source.kind);
+    !matches!(kind, SourceKind::Snapshot | SourceKind::Contract) && cache::is_stale(&p.offer, now)
 }
 
 fn age(d: chrono::Duration) -> String {

@@ -318,7 +318,8 @@ pub struct CampaignRef {
 pub struct Quote {
     /// The problem offer id.
     pub offer: String,
-    /// `live`, `cache`, `snapshot`, `import`, or `state` for capacity already owned.
+    /// `live`, `cache`, `snapshot`, `import`, `contract` (`[prices]` of the config), or `state`
+    /// for capacity already owned.
     pub source: String,
     pub fetched_at: String,
     /// USD per instance-hour as quoted (for blocks: the effective hourly rate).
