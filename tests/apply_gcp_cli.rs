@@ -128,11 +128,13 @@ gcp_project = "{PROJECT}"
             serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
         let run_action = plan["actions"][0].clone();
         assert_eq!(run_action["cloud"], "gcp", "{run_action}");
-        assert_eq!(run_action["instance_type"], "a3-highgpu-8g", "{run_action}");
+        assert_eq!(run_action["region"], "us-central1", "{run_action}");
+        // Reservations of whole A3 machines, whichever H100 size the plan ran on demand.
         let reserve = |id: &str, zone: &str, instances: u32| {
             let mut a = run_action.clone();
             a["id"] = id.into();
             a["kind"] = "reserve".into();
+            a["instance_type"] = "a3-highgpu-8g".into();
             a["zone"] = zone.into();
             a["instances"] = instances.into();
             a["gpus"] = (8 * instances).into();

@@ -233,8 +233,10 @@ fn prices_shows_contract_prices_beside_the_list() {
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&table.stdout);
+    // The per-GPU list price beside the contract price (to the table's decimals).
+    let od_list = format!("{:.4}", dec(&od["list_price_per_instance_hour"]) / 8.0);
     assert!(
-        text.contains("contract") && text.contains("(list 4.096)"),
+        text.contains("contract") && text.contains(&format!("(list {}", &od_list[..4])),
         "{text}"
     );
     assert!(

@@ -156,6 +156,56 @@ fn the_quickstart_plans_offline_on_the_snapshot_and_passes_the_gates() {
     assert!(plan.actions.iter().all(|a| !a.offer.contains("/existing/")));
 }
 
+/// The offline quickstart buys the mix a person would: spot for interruptible work, a term
+/// purchase where it pays, on-demand for the rest. Pins the kinds of instrument, not the cents.
+#[test]
+fn the_offline_quickstart_uses_spot_for_flex_work_a_term_where_it_pays_and_on_demand() {
+    let (plan, _, run) = plan_with_problem(&example("quickstart"), &[]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let kinds: std::collections::BTreeSet<ActionKind> =
+        plan.actions.iter().map(|a| a.kind).collect();
+    assert!(kinds.contains(&ActionKind::RunSpot), "{kinds:?}");
+    assert!(kinds.contains(&ActionKind::RunOnDemand), "{kinds:?}");
+    assert!(
+        kinds.contains(&ActionKind::PurchaseCapacityBlock) || kinds.contains(&ActionKind::Commit),
+        "a term purchase: {kinds:?}"
+    );
+    // Spot serves only interruptible, non-critical campaigns, and serves some of them.
+    let mut on_spot = std::collections::BTreeSet::new();
+    for a in plan
+        .actions
+        .iter()
+        .filter(|a| a.kind == ActionKind::RunSpot)
+    {
+        for name in &a.campaigns {
+            let c = plan.campaigns.iter().find(|c| &c.name == name).unwrap();
+            assert!(
+                c.interruptible && c.priority != "critical",
+                "{name} on spot"
+            );
+            on_spot.insert(name.as_str());
+        }
+    }
+    assert!(on_spot.contains("llm-8b-ablations"), "{on_spot:?}");
+    // The spot prices come from the snapshot, and make the baselines differ.
+    assert!(
+        plan.quotes
+            .iter()
+            .any(|q| q.source == "snapshot" && q.offer.ends_with("/spot")),
+        "{:?}",
+        plan.quotes
+    );
+    let baseline = |name: &str| {
+        plan.baselines
+            .iter()
+            .find(|b| b.name == name)
+            .and_then(|b| b.expected_total)
+            .unwrap()
+    };
+    assert!(baseline("cheapest-now") < baseline("all-on-demand"));
+    assert!(plan.cost.expected_total < baseline("cheapest-now"));
+}
+
 #[test]
 fn the_emitted_problem_resolved_gives_the_plans_cost_and_its_actions_are_the_solution() {
     let (plan, problem, _) = plan_with_problem(&example("quickstart"), &[]);
@@ -373,11 +423,11 @@ fn the_budget_denied_example_is_denied_with_amounts_and_fixes() {
         .unwrap();
     assert!(close(
         total.excess.unwrap(),
-        plan.cost.expected_total - 6_000_000.0
+        plan.cost.expected_total - 5_000_000.0
     ));
     assert!(
         run.stderr
-            .contains("exceeds the total budget $6,000,000 by $"),
+            .contains("exceeds the total budget $5,000,000 by $"),
         "{}",
         run.stderr
     );

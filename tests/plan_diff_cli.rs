@@ -146,8 +146,8 @@ fn a_moved_and_a_new_campaign_are_named_with_the_calendar_that_moved() {
             "{id}"
         );
     }
-    let moved_from = "od-a100-us-azure-eastus-standard-nc24ads-a100-v4-71x-20270201t1300-14d";
-    let moved_to = "od-a100-us-azure-eastus-standard-nc24ads-a100-v4-71x-20270215t1300-14d";
+    let moved_from = "spot-a100-us-azure-eastus-standard-nc24ads-a100-v4-7x-20270201t1300-14d";
+    let moved_to = "spot-a100-us-azure-eastus-standard-nc24ads-a100-v4-7x-20270215t1300-14d";
     assert!(removed.iter().any(|id| id == moved_from), "{removed:?}");
     assert!(added.iter().any(|id| id == moved_to), "{added:?}");
     assert!(
@@ -213,7 +213,7 @@ fn a_moved_and_a_new_campaign_are_named_with_the_calendar_that_moved() {
         "{table}"
     );
     assert!(
-        table.lines().any(|l| l.starts_with("│ -   on-demand")),
+        table.lines().any(|l| l.starts_with("│ -   spot")),
         "{table}"
     );
     assert!(

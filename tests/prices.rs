@@ -4,7 +4,7 @@
 #[path = "support/data.rs"]
 mod data;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 use assert_cmd::Command;
@@ -82,7 +82,7 @@ fn offline_snapshot_lists_h100_offers_cheapest_first_with_provenance() {
         .expect("p5 on-demand in the snapshot");
     assert_eq!(
         dec(&p5["price_per_instance_hour"]),
-        Decimal::from_str("98.32").expect("d")
+        Decimal::from_str("55.04").expect("d")
     );
     assert_eq!(p5["gpus_per_instance"], 8);
 }
@@ -259,4 +259,128 @@ fn bad_input_names_file_line_and_exits_2() {
         .expect("runs");
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("did you mean `h100`?"));
+}
+
+#[test]
+fn the_offline_table_shows_every_kind_with_its_source_date_and_spot_spread() {
+    let out = gpucap()
+        .args([
+            "prices",
+            "--offline",
+            "--region",
+            "us-east-1",
+            "--region",
+            "us-central1",
+        ])
+        .output()
+        .expect("runs");
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).expect("utf-8");
+    let row = |instance: &str| {
+        text.lines()
+            .find(|l| l.contains(&format!(" {instance} ")))
+            .unwrap_or_else(|| panic!("no {instance} row in\n{text}"))
+    };
+    // p5 in us-east-1: on-demand, spot with the zones' range, and a capacity block.
+    let p5 = row("p5.48xlarge");
+    let cells: Vec<&str> = p5.split(" snap ").collect();
+    assert_eq!(cells.len(), 4, "on-demand, spot, capacity block: {p5}");
+    assert!(p5.contains("–"), "spot shows its zones' range: {p5}");
+    // GCP A3: 1- and 3-year commitments too.
+    let a3 = row("a3-highgpu-8g");
+    assert_eq!(
+        a3.matches(" snap ").count(),
+        4,
+        "on-demand, spot, 1y, 3y: {a3}"
+    );
+    for note in [
+        "spot, indicative, as of ",
+        "on-demand, as of ",
+        "capacity-block, as of 2024-12-01: https://aws.amazon.com/ec2/capacityblocks/pricing/",
+        "commitment 1y, as of ",
+        "commitment 3y, as of ",
+    ] {
+        assert!(text.contains(note), "no note `{note}` in\n{text}");
+    }
+    // JSON carries the same: spot is indicative, with its spread.
+    let offers = json(gpucap().args([
+        "prices",
+        "--offline",
+        "--region",
+        "us-east-1",
+        "--kind",
+        "spot",
+        "-a",
+        "h100",
+    ]));
+    let spot = offers
+        .iter()
+        .find(|o| o["instance_type"] == "p5.48xlarge")
+        .expect("p5 spot");
+    assert_eq!(spot["indicative"], true);
+    assert!(dec(&spot["zone_min"]) <= dec(&spot["price_per_instance_hour"]));
+    assert!(dec(&spot["price_per_instance_hour"]) <= dec(&spot["zone_max"]));
+    assert!(spot["zones"].as_u64().expect("zones") > 1);
+}
+
+/// The committed snapshot is what its recorded command writes today (apart from the day and
+/// the output path the header records).
+#[test]
+fn the_builtin_snapshot_is_what_its_command_generates() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("snapshot.csv");
+    let out = gpucap()
+        .current_dir(root)
+        .args(["prices", "-q", "--write-snapshot"])
+        .arg(&path)
+        .args([
+            "--from-catalog",
+            "providers/core/data/catalog",
+            "--published",
+            "providers/core/data/published.csv",
+        ])
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let comparable = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter(|l| !l.starts_with("# Written on ") && !l.starts_with("#   gpucap prices "))
+            .map(str::to_string)
+            .collect()
+    };
+    let committed = std::fs::read_to_string(root.join("providers/core/data/snapshot.csv"))
+        .expect("the committed snapshot");
+    assert!(committed.contains(
+        "#   gpucap prices --write-snapshot providers/core/data/snapshot.csv --from-catalog providers/core/data/catalog --published providers/core/data/published.csv"
+    ));
+    let generated = std::fs::read_to_string(&path).expect("written");
+    assert_eq!(comparable(&generated), comparable(&committed));
+}
+
+#[test]
+fn write_snapshot_needs_a_source_and_bad_catalog_dirs_name_the_file() {
+    let out = gpucap()
+        .args(["prices", "--write-snapshot", "/tmp/x.csv"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--from-catalog"));
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("aws.csv"), "x\n").expect("write");
+    let out = gpucap()
+        .args(["prices", "--write-snapshot"])
+        .arg(dir.path().join("snap.csv"))
+        .arg("--from-catalog")
+        .arg(dir.path())
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("sources.csv"), "{stderr}");
+    assert!(!dir.path().join("snap.csv").exists(), "no partial write");
 }

@@ -8,13 +8,16 @@
 //! progress, warnings and hints to stderr.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 use chrono::{DateTime, Utc};
 use clap::Args;
 use gpucap_provider::cache;
-use gpucap_provider::{Accelerator, Cloud, Offer, PurchaseKind, Query, SourceKind, snapshot};
+use gpucap_provider::snapshot::Spread;
+use gpucap_provider::{
+    Accelerator, Cloud, Offer, PurchaseKind, Query, SourceKind, catalog_snapshot, snapshot,
+};
 use rust_decimal::Decimal;
 use serde::Serialize;
 
@@ -43,10 +46,19 @@ pub struct PricesArgs {
     /// Fetch live even where the cache is fresh.
     #[arg(long)]
     pub refresh: bool,
-    /// With --refresh: write the live offers as a snapshot file (default: the built-in one's
-    /// source path, providers/core/data/snapshot.csv).
-    #[arg(long, value_name = "PATH", num_args = 0..=1, default_missing_value = "providers/core/data/snapshot.csv", requires = "refresh")]
+    /// Write a snapshot file (default: the built-in one's source path,
+    /// providers/core/data/snapshot.csv): with --refresh from the live offers, with
+    /// --from-catalog from price catalogs.
+    #[arg(long, value_name = "PATH", num_args = 0..=1, default_missing_value = "providers/core/data/snapshot.csv")]
     pub write_snapshot: Option<PathBuf>,
+    /// With --write-snapshot: build it from the SkyPilot-format catalogs in DIR (each named with
+    /// its source and date in DIR/sources.csv), summarising zones per region; no network.
+    #[arg(long, value_name = "DIR", requires = "write_snapshot", conflicts_with_all = ["refresh", "offline", "imports"])]
+    pub from_catalog: Option<PathBuf>,
+    /// With --from-catalog: merge this table of published prices the catalogs do not carry
+    /// (capacity blocks, 1- and 3-year terms), in the snapshot's format.
+    #[arg(long, value_name = "FILE", requires = "from_catalog")]
+    pub published: Option<PathBuf>,
     /// Read offers from a SkyPilot catalog CSV (vms.csv) instead of the clouds; repeatable.
     #[arg(long = "import", value_name = "FILE")]
     pub imports: Vec<PathBuf>,
@@ -60,6 +72,18 @@ pub struct PricesArgs {
 pub fn run(global: &GlobalArgs, args: PricesArgs) -> anyhow::Result<Outcome> {
     let query = build_query(&args)?;
     let now = Utc::now();
+    if let (Some(path), Some(dir)) = (&args.write_snapshot, &args.from_catalog) {
+        return write_from_catalog(path, dir, args.published.as_deref(), global.quiet, now);
+    }
+    if args.write_snapshot.is_some() && !args.refresh {
+        return Err(anyhow::Error::new(
+            InputError::new(
+                Location::default().field("--write-snapshot"),
+                "needs a source: --refresh (the live APIs) or --from-catalog DIR (price catalogs)",
+            )
+            .with_hint("gpucap prices --write-snapshot providers/core/data/snapshot.csv --from-catalog providers/core/data/catalog --published providers/core/data/published.csv"),
+        ));
+    }
     let sources = Sources {
         offline: args.offline,
         refresh: args.refresh,
@@ -132,18 +156,22 @@ pub fn run(global: &GlobalArgs, args: PricesArgs) -> anyhow::Result<Outcome> {
             })
     });
 
+    let spreads = Spreads::of(offers.iter().map(|p| &p.offer));
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     match args.format {
         Format::Json => {
-            let rows: Vec<JsonOffer> = offers.iter().map(|p| JsonOffer::new(p, now)).collect();
+            let rows: Vec<JsonOffer> = offers
+                .iter()
+                .map(|p| JsonOffer::new(p, spreads.get(&p.offer), now))
+                .collect();
             serde_json::to_writer_pretty(&mut out, &rows)?;
             use std::io::Write as _;
             writeln!(out)?;
         }
         Format::Table => {
             use std::io::Write as _;
-            write!(out, "{}", table(&offers, now))?;
+            write!(out, "{}", table(&offers, &spreads, now))?;
         }
     }
 
@@ -162,6 +190,51 @@ fn contract_prices(global: &GlobalArgs) -> anyhow::Result<Option<crate::config::
     }
     let (config, _) = crate::config::load(&global.config)?;
     Ok(Some(config.prices))
+}
+
+/// `--write-snapshot PATH --from-catalog DIR [--published FILE]`: the snapshot built from
+/// catalogs and published prices, with the command that wrote it in its header.
+fn write_from_catalog(
+    path: &Path,
+    dir: &Path,
+    published: Option<&Path>,
+    quiet: bool,
+    now: DateTime<Utc>,
+) -> anyhow::Result<Outcome> {
+    let built = catalog_snapshot::build(dir, published).map_err(|e| {
+        let mut loc = Location::file(&e.file);
+        if let Some(line) = e.line {
+            loc = loc.line(line as usize);
+        }
+        InputError::new(loc, e.message.clone())
+    })?;
+    let mut command = format!(
+        "gpucap prices --write-snapshot {} --from-catalog {}",
+        path.display(),
+        dir.display()
+    );
+    if let Some(p) = published {
+        command.push_str(&format!(" --published {}", p.display()));
+    }
+    let header = catalog_snapshot::header(&built, &command, now.date_naive());
+    let text = snapshot::write_entries(&built.entries, &header);
+    // The file must read back as a snapshot before it replaces anything.
+    snapshot::parse(&text, &path.display().to_string())
+        .context("the generated snapshot does not read back")?;
+    std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
+    if !quiet {
+        for issue in &built.issues {
+            eprintln!("  {issue}");
+        }
+        for ((cloud, kind), n) in catalog_snapshot::counts(&built.entries) {
+            eprintln!("  {cloud} {kind}: {n}");
+        }
+        for line in &built.not_found {
+            eprintln!("  {line}");
+        }
+    }
+    eprintln!("wrote {} rows to {}", built.entries.len(), path.display());
+    Ok(Outcome::OK)
 }
 
 fn build_query(args: &PricesArgs) -> anyhow::Result<Query> {
@@ -223,10 +296,17 @@ struct JsonOffer<'a> {
     fetched_at: DateTime<Utc>,
     age_hours: i64,
     stale: bool,
+    /// Spot prices are indicative figures of their date, never quotes.
+    indicative: bool,
+    /// For a figure summarising a region's zones (the snapshot's spot rows): the price is the
+    /// median, these are the cheapest and dearest zone and how many zones there were.
+    zone_min: Option<Decimal>,
+    zone_max: Option<Decimal>,
+    zones: Option<u32>,
 }
 
 impl<'a> JsonOffer<'a> {
-    fn new(p: &'a Priced, now: DateTime<Utc>) -> Self {
+    fn new(p: &'a Priced, spread: Option<&Spread>, now: DateTime<Utc>) -> Self {
         let o = &p.offer;
         JsonOffer {
             list_price_per_instance_hour: p.list.as_ref().map(|l| l.price_per_instance_hour),
@@ -256,7 +336,49 @@ impl<'a> JsonOffer<'a> {
             } else {
                 cache::is_stale(o, now)
             },
+            indicative: o.kind == PurchaseKind::Spot,
+            zone_min: spread.map(|s| s.min),
+            zone_max: spread.map(|s| s.max),
+            zones: spread.map(|s| s.zones),
         }
+    }
+}
+
+/// The zone spreads of the built-in snapshot's rows, found by what they price.
+struct Spreads(BTreeMap<SpreadKey, Spread>);
+
+type SpreadKey = (Cloud, String, String, PurchaseKind, Option<u32>);
+
+impl Spreads {
+    fn key(o: &Offer) -> SpreadKey {
+        (
+            o.cloud,
+            o.region.clone(),
+            o.instance_type.clone(),
+            o.kind,
+            o.term_hours,
+        )
+    }
+
+    /// Read from the snapshot only when some offer comes from it.
+    fn of<'o>(mut offers: impl Iterator<Item = &'o Offer>) -> Self {
+        if !offers.any(|o| o.source.kind == SourceKind::Snapshot) {
+            return Spreads(BTreeMap::new());
+        }
+        let map = snapshot::builtin_entries()
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|e| e.offer.zone.is_none())
+            .filter_map(|e| e.spread.map(|s| (Self::key(&e.offer), s)))
+            .collect();
+        Spreads(map)
+    }
+
+    fn get(&self, o: &Offer) -> Option<&Spread> {
+        if o.source.kind != SourceKind::Snapshot || o.zone.is_some() {
+            return None;
+        }
+        self.0.get(&Self::key(o))
     }
 }
 
@@ -281,8 +403,10 @@ fn column_of(o: &Offer) -> Option<usize> {
 }
 
 /// One row per cloud/region/instance type; each cell is the cheapest $/GPU-hour of its kind
-/// (over zones and reservation/commitment variants) with the source and age of that figure.
-fn table(offers: &[Priced], now: DateTime<Utc>) -> String {
+/// (over zones and reservation/commitment variants) with the source and age of that figure and
+/// a note number; the notes under the table give each figure's origin and date. Spot cells of
+/// the snapshot show the zones' range beside the median.
+fn table(offers: &[Priced], spreads: &Spreads, now: DateTime<Utc>) -> String {
     type Key<'a> = (Cloud, &'a str, &'a str);
     let mut rows: BTreeMap<Key, [Option<&Priced>; 5]> = BTreeMap::new();
     for p in offers {
@@ -312,6 +436,7 @@ fn table(offers: &[Priced], now: DateTime<Utc>) -> String {
     let mut header = vec!["cloud", "region", "instance", "accelerator", "gpus"];
     header.extend(COLUMNS.iter().map(|c| c.0));
     t.set_header(header);
+    let mut notes = Notes::default();
     for ((cloud, region, instance), cells) in rows {
         let first = cells.iter().flatten().next().map(|p| &p.offer);
         let mut line = vec![
@@ -326,16 +451,53 @@ fn table(offers: &[Priced], now: DateTime<Utc>) -> String {
         line.extend(
             cells
                 .iter()
-                .map(|c| c.map_or_else(|| "-".to_string(), |o| cell(o, now))),
+                .map(|c| c.map_or_else(|| "-".to_string(), |o| cell(o, spreads, &mut notes, now))),
         );
         t.add_row(line);
     }
     format!(
-        "$ per GPU-hour (upfront fees spread over the term); source and age per figure; contract prices with the list price they replace\n{t}\n"
+        "$ per GPU-hour (upfront fees spread over the term); source, age and note per figure; contract prices with the list price they replace\n{t}\n{}",
+        notes.render()
     )
 }
 
-fn cell(p: &Priced, now: DateTime<Utc>) -> String {
+/// The origins and dates of the figures in a table, numbered as first cited.
+#[derive(Default)]
+struct Notes(Vec<String>);
+
+impl Notes {
+    fn cite(&mut self, o: &Offer) -> usize {
+        let kind = match o.kind {
+            PurchaseKind::Spot => "spot, indicative".to_string(),
+            _ => catalog_snapshot::kind_label(o),
+        };
+        let note = format!(
+            "{kind}, as of {}: {}",
+            o.source.fetched_at.format("%Y-%m-%d"),
+            o.source.origin
+        );
+        match self.0.iter().position(|n| *n == note) {
+            Some(i) => i + 1,
+            None => {
+                self.0.push(note);
+                self.0.len()
+            }
+        }
+    }
+
+    fn render(&self) -> String {
+        let mut out = String::new();
+        for (i, note) in self.0.iter().enumerate() {
+            out.push_str(&format!("[{}] {note}\n", i + 1));
+        }
+        if self.0.iter().any(|n| n.starts_with("spot")) {
+            out.push_str("spot prices move hourly: a snapshot's spot figure is the median over the region's zones on its date, (cheapest–dearest zone) beside it\n");
+        }
+        out
+    }
+}
+
+fn cell(p: &Priced, spreads: &Spreads, notes: &mut Notes, now: DateTime<Utc>) -> String {
     let o = &p.offer;
     let source = match o.source.kind {
         SourceKind::Live => "live",
@@ -345,6 +507,14 @@ fn cell(p: &Priced, now: DateTime<Utc>) -> String {
         SourceKind::Contract => "contract",
     };
     let stale = if is_stale(p, now) { " STALE" } else { "" };
+    let range = spreads
+        .get(o)
+        .filter(|s| s.min != s.max)
+        .map(|s| {
+            let gpus = Decimal::from(o.gpus_per_instance.max(1));
+            format!(" ({:.3}–{:.3})", s.min / gpus, s.max / gpus)
+        })
+        .unwrap_or_default();
     let list = p
         .list
         .as_ref()
@@ -356,9 +526,10 @@ fn cell(p: &Priced, now: DateTime<Utc>) -> String {
         })
         .unwrap_or_default();
     format!(
-        "{:.3} {source} {}{stale}{list}",
+        "{:.3} {source} {}{stale}{range}{list} [{}]",
         o.effective_price_per_gpu_hour(),
-        age(now - o.source.fetched_at)
+        age(now - o.source.fetched_at),
+        notes.cite(o)
     )
 }
 

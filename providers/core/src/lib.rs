@@ -20,6 +20,7 @@ pub mod offer;
 pub use offer::{Offer, PurchaseKind, Source, SourceKind};
 pub mod cache;
 pub mod capacity;
+pub mod catalog_snapshot;
 pub mod error;
 pub mod instance_types;
 pub mod objects;

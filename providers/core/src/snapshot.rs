@@ -2,7 +2,12 @@
 //! compiled into the binary so that gpucap works offline. Every row names the document its
 //! price came from and the date it was true; the loader turns rows into offers with
 //! [`SourceKind::Snapshot`] provenance, and the writer produces the same format from live
-//! offers (`gpucap prices --refresh --write-snapshot`).
+//! offers (`gpucap prices --refresh --write-snapshot`) or from price catalogs
+//! ([`crate::catalog_snapshot`], `gpucap prices --write-snapshot PATH --from-catalog DIR`).
+//!
+//! A row summarising prices that differ by zone (spot, above all) keeps their spread: the
+//! row's price is the median over the region's zones, `zone_min` and `zone_max` the extremes
+//! and `zones` how many zones were listed ([`Spread`]).
 
 use std::fmt::Write as _;
 use std::str::FromStr;
@@ -43,6 +48,29 @@ struct Row {
     term_hours: String,
     as_of: String,
     source: String,
+    #[serde(default)]
+    zone_min: String,
+    #[serde(default)]
+    zone_max: String,
+    #[serde(default)]
+    zones: String,
+}
+
+/// How a summarised price varied across the zones of its region.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Spread {
+    /// The lowest and highest zone's price, USD per instance-hour.
+    pub min: Decimal,
+    pub max: Decimal,
+    /// How many zones the source listed.
+    pub zones: u32,
+}
+
+/// One snapshot row: the offer, and the zone spread it summarises, if any.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry {
+    pub offer: Offer,
+    pub spread: Option<Spread>,
 }
 
 /// The built-in snapshot's offers.
@@ -50,8 +78,32 @@ pub fn builtin() -> Result<Vec<Offer>, SnapshotError> {
     parse(BUILTIN, BUILTIN_NAME)
 }
 
+/// The built-in snapshot's rows, with their zone spreads.
+pub fn builtin_entries() -> Result<Vec<Entry>, SnapshotError> {
+    parse_entries(BUILTIN, BUILTIN_NAME)
+}
+
 /// Parses snapshot text; `name` is used in errors.
 pub fn parse(text: &str, name: &str) -> Result<Vec<Offer>, SnapshotError> {
+    Ok(parse_entries(text, name)?
+        .into_iter()
+        .map(|e| e.offer)
+        .collect())
+}
+
+/// The `# not found: …` comment lines of a snapshot or published-price file, without the `#`:
+/// the figures its author looked for and could not find.
+pub fn not_found(text: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|l| l.strip_prefix('#'))
+        .map(str::trim)
+        .filter(|l| l.starts_with("not found:"))
+        .map(str::to_string)
+        .collect()
+}
+
+/// Parses snapshot text into rows with their spreads; `name` is used in errors.
+pub fn parse_entries(text: &str, name: &str) -> Result<Vec<Entry>, SnapshotError> {
     let mut reader = csv::ReaderBuilder::new()
         .comment(Some(b'#'))
         .trim(csv::Trim::All)
@@ -70,9 +122,45 @@ pub fn parse(text: &str, name: &str) -> Result<Vec<Offer>, SnapshotError> {
         let row: Row = record
             .deserialize(Some(&headers))
             .map_err(|e| err(line, e.to_string()))?;
-        offers.push(row_to_offer(row).map_err(|m| err(line, m))?);
+        offers.push(row_to_entry(row).map_err(|m| err(line, m))?);
     }
     Ok(offers)
+}
+
+fn row_to_entry(row: Row) -> Result<Entry, String> {
+    let spread = match (
+        row.zone_min.as_str(),
+        row.zone_max.as_str(),
+        row.zones.as_str(),
+    ) {
+        ("", "", "") => None,
+        (min, max, zones) => {
+            let money = |field: &str, s: &str| {
+                Decimal::from_str(s).map_err(|e| format!("`{field}` `{s}`: {e}"))
+            };
+            let spread = Spread {
+                min: money("zone_min", min)?,
+                max: money("zone_max", max)?,
+                zones: zones
+                    .parse()
+                    .map_err(|e| format!("`zones` `{zones}`: {e}"))?,
+            };
+            if spread.min > spread.max {
+                return Err(format!("`zone_min` {min} is above `zone_max` {max}"));
+            }
+            Some(spread)
+        }
+    };
+    let offer = row_to_offer(row)?;
+    if let Some(s) = &spread
+        && (offer.price_per_instance_hour < s.min || offer.price_per_instance_hour > s.max)
+    {
+        return Err(format!(
+            "`price_per_instance_hour` {} is outside its zones' range {}–{}",
+            offer.price_per_instance_hour, s.min, s.max
+        ));
+    }
+    Ok(Entry { offer, spread })
 }
 
 fn row_to_offer(row: Row) -> Result<Offer, String> {
@@ -148,15 +236,45 @@ fn parse_as_of(s: &str) -> Result<DateTime<Utc>, String> {
 
 /// Writes offers in the snapshot format, with a header saying how they were obtained.
 pub fn write(offers: &[Offer], generated_by: &str) -> String {
+    let entries: Vec<Entry> = offers
+        .iter()
+        .map(|o| Entry {
+            offer: o.clone(),
+            spread: None,
+        })
+        .collect();
+    write_entries(
+        &entries,
+        &[
+            format!("gpucap price snapshot. {generated_by}"),
+            "Each row: the price, the document or API call it came from (`source`) and when it was true (`as_of`).".into(),
+        ],
+    )
+}
+
+/// A date where the time is midnight UTC (how dated price lists are written), else RFC 3339.
+fn as_of(t: DateTime<Utc>) -> String {
+    if t.time() == chrono::NaiveTime::MIN {
+        t.format("%Y-%m-%d").to_string()
+    } else {
+        t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+    }
+}
+
+/// Writes rows in the snapshot format under `header` (one comment line each, `#` added).
+pub fn write_entries(entries: &[Entry], header: &[String]) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "# gpucap price snapshot. {generated_by}");
-    let _ = writeln!(
-        out,
-        "# Each row: the price, the document or API call it came from (`source`) and when it was true (`as_of`)."
-    );
+    for line in header {
+        if line.is_empty() {
+            out.push_str("#\n");
+        } else {
+            let _ = writeln!(out, "# {line}");
+        }
+    }
     let mut writer = csv::Writer::from_writer(Vec::new());
-    let mut sorted: Vec<&Offer> = offers.iter().collect();
+    let mut sorted: Vec<&Entry> = entries.iter().collect();
     sorted.sort_by(|a, b| {
+        let (a, b) = (&a.offer, &b.offer);
         (
             a.cloud,
             &a.region,
@@ -174,7 +292,9 @@ pub fn write(offers: &[Offer], generated_by: &str) -> String {
                 &b.zone,
             ))
     });
-    for o in sorted {
+    for e in sorted {
+        let o = &e.offer;
+        let spread = e.spread.as_ref();
         let _ = writer.serialize(Row {
             cloud: o.cloud.to_string(),
             region: o.region.clone(),
@@ -186,11 +306,11 @@ pub fn write(offers: &[Offer], generated_by: &str) -> String {
             price_per_instance_hour: o.price_per_instance_hour.normalize().to_string(),
             upfront: o.upfront.normalize().to_string(),
             term_hours: o.term_hours.map(|h| h.to_string()).unwrap_or_default(),
-            as_of: o
-                .source
-                .fetched_at
-                .to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            as_of: as_of(o.source.fetched_at),
             source: o.source.origin.clone(),
+            zone_min: spread.map_or_else(String::new, |s| s.min.normalize().to_string()),
+            zone_max: spread.map_or_else(String::new, |s| s.max.normalize().to_string()),
+            zones: spread.map_or_else(String::new, |s| s.zones.to_string()),
         });
     }
     out.push_str(&String::from_utf8_lossy(
