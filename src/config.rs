@@ -211,6 +211,59 @@ pub struct PriceSettings {
     /// relative to this file. Default: none.
     #[serde(default)]
     pub imports: Vec<PathBuf>,
+    /// Negotiated discounts (an EDP, private pricing), in percent off the list price, keyed by
+    /// `cloud`, `cloud.kind`, `cloud.family` or `cloud.family.kind` (quote dotted keys:
+    /// `"aws.p5" = 15`). Kinds: `on_demand`, `spot`, `term` (reservations and commitments),
+    /// `capacity_block`; a family is an instance type or its prefix up to a `.`, `-` or `_`
+    /// (`p5`, `a2`, `a2-highgpu`). The most specific key wins and discounts do not stack: a
+    /// family beats a kind, a kind beats the cloud alone, a longer family a shorter one.
+    /// Default: none (list prices).
+    #[serde(default)]
+    pub discounts: BTreeMap<String, f64>,
+    /// Private offers: commitments or term reservations at a negotiated rate (`[[prices.offers]]`).
+    #[serde(default)]
+    pub offers: Vec<PrivateOfferConfig>,
+}
+
+/// A private offer: a term at a negotiated rate, with its size limit and start window.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PrivateOfferConfig {
+    /// The contract's id or name, shown as the price's source (`PPA-2027-0412`).
+    pub reference: String,
+    /// The region it is sold in (the cloud follows from it).
+    pub region: String,
+    /// The instance type it covers (`p4d.24xlarge`).
+    pub instance_type: String,
+    /// `commitment` (savings plan, CUD, Azure reservation) or `reservation` (a term
+    /// reservation). Default `commitment`.
+    #[serde(default = "default_offer_kind")]
+    pub kind: gpucap_provider::PurchaseKind,
+    /// Its term: `1y`, `3y`, `180d`, ….
+    pub term: Span,
+    /// USD per instance-hour, paid every hour of the term, used or not. Give this or `discount`.
+    pub price_per_instance_hour: Option<f64>,
+    /// Percent off the list price of the same instance type, kind and term in the region (off
+    /// its on-demand list price when the clouds list no such term). Give this or
+    /// `price_per_instance_hour`.
+    pub discount: Option<f64>,
+    /// USD paid once per instance when it starts, with `price_per_instance_hour`. Default 0
+    /// (with `discount`: the list's upfront fee, discounted).
+    pub upfront: Option<f64>,
+    /// The most instances the offer sells. Default: no limit.
+    pub max_instances: Option<u32>,
+    /// The first day it may start. Default: the planning start.
+    pub earliest_start: Option<Timestamp>,
+    /// The last day it may start (inclusive, 00:00 UTC starts). Default: the end of the
+    /// horizon.
+    pub latest_start: Option<Timestamp>,
+    /// When the offer was made: the quote's time in the plan for an offer at a stated rate
+    /// (one priced off a list is as old as the list price). Required.
+    pub quoted: Timestamp,
+}
+
+fn default_offer_kind() -> gpucap_provider::PurchaseKind {
+    gpucap_provider::PurchaseKind::Commitment
 }
 
 /// The spot model. Defaults come from public spot traces (`planner::spot` says which and how).
@@ -715,6 +768,8 @@ impl Config {
             }
         }
         self.validate_state(&at)?;
+        crate::contract::validate(&self.prices)
+            .map_err(|(field, m)| InputError::new(at(field), m))?;
         let mut ids = std::collections::HashMap::new();
         for (i, c) in self.capacity.iter().enumerate() {
             if let Some(first) = ids.insert(c.id.as_str(), i) {
@@ -1228,6 +1283,66 @@ mod tests {
             "{err}"
         );
         parse(&entry("4", "cr-1")).unwrap();
+    }
+
+    #[test]
+    fn contract_prices_name_the_field_in_their_errors() {
+        let field = |text: &str| parse(text).unwrap_err().location.field.unwrap_or_default();
+        assert_eq!(
+            field("[prices.discounts]\naws = 100\n"),
+            "prices.discounts.\"aws\""
+        );
+        assert_eq!(
+            field("[prices.discounts]\naws = -1\n"),
+            "prices.discounts.\"aws\""
+        );
+        assert_eq!(
+            field("[prices.discounts]\nibm = 5\n"),
+            "prices.discounts.\"ibm\""
+        );
+        assert_eq!(
+            field("[prices.discounts]\naws = nan\n"),
+            "prices.discounts.\"aws\""
+        );
+        let offer = "[[prices.offers]]\nreference = \"PPA-1\"\nregion = \"us-east-1\"\ninstance_type = \"p4d.24xlarge\"\nterm = \"3y\"\nquoted = 2027-01-04\n";
+        assert!(parse(&format!("{offer}discount = 20\n")).is_ok());
+        assert_eq!(field(offer), "prices.offers[0].price_per_instance_hour");
+        assert_eq!(
+            field(&format!("{offer}discount = 100\n")),
+            "prices.offers[0].discount"
+        );
+        assert_eq!(
+            field(&format!("{offer}discount = 20\nupfront = 5\n")),
+            "prices.offers[0].upfront"
+        );
+        assert_eq!(
+            field(&format!("{offer}discount = 20\nkind = \"spot\"\n")),
+            "prices.offers[0].kind"
+        );
+        assert_eq!(
+            field(&format!("{offer}discount = 20\nmax_instances = 0\n")),
+            "prices.offers[0].max_instances"
+        );
+        assert_eq!(
+            field(&format!(
+                "{offer}discount = 20\nearliest_start = 2027-06-01\nlatest_start = 2027-04-01\n"
+            )),
+            "prices.offers[0].latest_start"
+        );
+        assert_eq!(
+            field(
+                &offer
+                    .replace("p4d.24xlarge", "m5.large")
+                    .replace("quoted", "discount = 1\nquoted")
+            ),
+            "prices.offers[0].instance_type"
+        );
+        assert_eq!(
+            field(&format!(
+                "{offer}discount = 20\n{offer}price_per_instance_hour = 1\n"
+            )),
+            "prices.offers[1].reference"
+        );
     }
 
     #[test]

@@ -9,6 +9,7 @@ pub mod calendar;
 pub mod cli;
 pub mod commands;
 pub mod config;
+pub mod contract;
 pub mod demand;
 pub mod diagnostic;
 pub mod forecast;

@@ -120,3 +120,53 @@ fn generated_calendars_match_highs() {
         compare(&format!("{shape:?}"), &generate::generate(&shape));
     }
 }
+
+/// The capacity board's exercise (`examples/board-exercise`, 169 weeks, a 3-year contract
+/// offer, capacity blocks with daily starts) as `gpucap plan --emit-problem` writes it: HiGHS
+/// proves the same optimal cost on the MILP over runs of identical hours (exact; the hourly
+/// MILP of 28,392 hours is too large to build and solve here).
+#[test]
+fn the_board_exercise_matches_highs() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("problem.json");
+    let config = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/board-exercise/gpucap.toml");
+    let out = assert_cmd::Command::cargo_bin("gpucap")
+        .expect("the gpucap binary")
+        .env_remove("RUST_LOG")
+        .env(
+            "GPUCAP_CACHE_DIR",
+            std::env::temp_dir().join("gpucap-test-no-cache"),
+        )
+        .arg("--config")
+        .arg(&config)
+        .args([
+            "-q",
+            "plan",
+            "--now",
+            "2027-01-04T00:00:00Z",
+            "--emit-problem",
+        ])
+        .arg(&path)
+        .output()
+        .expect("run gpucap");
+    assert!(
+        out.status.success(),
+        "gpucap plan: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let problem: Problem =
+        serde_json::from_str(&std::fs::read_to_string(&path).expect("problem")).expect("json");
+    let validated = validate(problem.clone()).expect("valid");
+    let ours = solve(&validated, &SolveOptions::default());
+    assert_eq!(ours.status, Status::Optimal);
+    solver_check::assert_checks(&problem, &ours);
+    let theirs = hourly_milp::run_with(&python::python(), &path, 600.0, true)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(theirs.status, "Optimal", "HiGHS: {theirs:?}");
+    let objective = theirs.objective.expect("an objective");
+    assert!(
+        (ours.expected_cost - objective).abs() <= 1e-6 * objective.abs().max(1.0),
+        "board exercise: gpucap {} vs HiGHS {objective}",
+        ours.expected_cost
+    );
+}

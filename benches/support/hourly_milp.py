@@ -7,7 +7,14 @@ start, active term instances A[o,t] = A[o,t-1] + n[o,t] - n[o,t-L] (bounded by m
 integer on-demand x[k,o,t] and spot y[k,o,t] instances in every hour with demand, and per
 scenario, pool and hour the two coverage rows of the spec.
 
-usage: python hourly_milp.py PROBLEM.json [--time-limit SECONDS] [--gap REL]
+With `--runs`, hours are merged first into runs of identical hours: maximal spans in which no
+pool's demand changes in any scenario and no term purchase starts or ends. Every hour of a run
+has the same rows, so some optimal hourly plan uses the same instances in all of them, and the
+MILP over runs (each hour's cost times the run's length) has the same optimum; this makes
+multi-year problems with daily term starts small enough for HiGHS. The runs are cut from the
+problem's own data, independently of how gpucap segments its model.
+
+usage: python hourly_milp.py PROBLEM.json [--time-limit SECONDS] [--gap REL] [--runs]
 prints one JSON object: status, objective, bound, seconds (HiGHS run time), build_seconds,
 columns, rows.
 """
@@ -38,8 +45,34 @@ def per_hour(segments, hours):
     return np.cumsum(level)[:hours]
 
 
-def build(problem):
+def runs_of(problem):
+    """The run boundaries: 0, every hour where some demand changes, every term start and end
+    (inside the horizon), and the horizon's end."""
     hours = problem["hours"]
+    cuts = {0, hours}
+    for scenario in problem["scenarios"]:
+        for demand in scenario.get("demand", {}).values():
+            for key in ("firm", "flex"):
+                for start, end, _ in demand.get(key, []):
+                    cuts.update(h for h in (start, end) if 0 <= h <= hours)
+    for offer in problem["offers"]:
+        if offer["kind"] != "term":
+            continue
+        for s in allowed_starts(offer, hours):
+            cuts.add(s)
+            if s + offer["term_hours"] < hours:
+                cuts.add(s + offer["term_hours"])
+    return sorted(cuts)
+
+
+def build(problem, runs=False):
+    hours = problem["hours"]
+    # Each "hour" of the model is a run [cut[i], cut[i+1]) weighted by its length; without
+    # --runs, every run is one hour.
+    cut = runs_of(problem) if runs else list(range(hours + 1))
+    steps = len(cut) - 1
+    length = [cut[i + 1] - cut[i] for i in range(steps)]
+    index_of = {h: i for i, h in enumerate(cut)}
     offers = problem["offers"]
     scenarios = problem["scenarios"]
     inf = highspy.kHighsInf
@@ -67,17 +100,21 @@ def build(problem):
         limit = inf if limit is None else float(limit)
         term = offer["term_hours"]
         price = offer["price_per_instance_hour"] * term + (offer.get("upfront_per_instance") or 0.0)
-        buy = {s: column(price, 0.0, limit, True) for s in allowed_starts(offer, hours)}
+        buy = {index_of[s]: column(price, 0.0, limit, True) for s in allowed_starts(offer, hours)}
+        ends = {}
+        for s in allowed_starts(offer, hours):
+            if s + term < hours:
+                ends.setdefault(index_of[s + term], []).append(buy[index_of[s]])
         cols = []
-        for t in range(hours):
+        for t in range(steps):
             a = column(0.0, 0.0, limit, False)
             entries = [(a, 1.0)]
             if t > 0:
                 entries.append((cols[-1], -1.0))
             if t in buy:
                 entries.append((buy[t], -1.0))
-            if t - term in buy:
-                entries.append((buy[t - term], 1.0))
+            for b in ends.get(t, []):
+                entries.append((b, 1.0))
             row(0.0, 0.0, entries)
             cols.append(a)
         active[o] = cols
@@ -91,8 +128,9 @@ def build(problem):
             firm = per_hour(demand.get("firm", []), hours)
             flex = per_hour(demand.get("flex", []), hours)
             pool_offers = [(o, offer) for o, offer in enumerate(offers) if offer["pool"] == pool]
-            for t in range(hours):
-                if firm[t] + flex[t] == 0:
+            for t in range(steps):
+                h = cut[t]
+                if firm[h] + flex[h] == 0:
                     continue
                 firm_row, all_row = [], []
                 for o, offer in pool_offers:
@@ -104,13 +142,13 @@ def build(problem):
                     limit = overrides.get(offer["id"], offer.get("max_instances"))
                     limit = inf if limit is None else float(limit)
                     price = offer["price_per_instance_hour"] * (1.0 + (offer.get("overhead") or 0.0))
-                    x = column(p * price, 0.0, limit, True)
+                    x = column(p * price * length[t], 0.0, limit, True)
                     all_row.append((x, g))
                     if offer["kind"] == "on_demand":
                         firm_row.append((x, g))
-                if firm[t] > 0:
-                    row(float(firm[t]), inf, firm_row)
-                row(float(firm[t] + flex[t]), inf, all_row)
+                if firm[h] > 0:
+                    row(float(firm[h]), inf, firm_row)
+                row(float(firm[h] + flex[h]), inf, all_row)
 
     lp = highspy.HighsLp()
     lp.num_col_ = len(cost)
@@ -142,11 +180,12 @@ def main():
     parser.add_argument("problem")
     parser.add_argument("--time-limit", type=float, default=600.0)
     parser.add_argument("--gap", type=float, default=1e-8)
+    parser.add_argument("--runs", action="store_true", help="merge identical hours into runs (exact)")
     args = parser.parse_args()
     with open(args.problem) as f:
         problem = json.load(f)
     started = time.perf_counter()
-    lp = build(problem)
+    lp = build(problem, runs=args.runs)
     build_seconds = time.perf_counter() - started
     h = highspy.Highs()
     h.setOptionValue("output_flag", False)

@@ -26,11 +26,22 @@ impl Report {
 
 /// HiGHS on the hourly MILP of the problem in `problem`, stopping after `time_limit` seconds.
 pub fn run(python: &Path, problem: &Path, time_limit: f64) -> Result<Report, String> {
+    run_with(python, problem, time_limit, false)
+}
+
+/// As [`run`]; `runs`: merge identical hours into runs first (exact, for long horizons).
+pub fn run_with(
+    python: &Path,
+    problem: &Path,
+    time_limit: f64,
+    runs: bool,
+) -> Result<Report, String> {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/support/hourly_milp.py");
     let out = Command::new(python)
         .arg(script)
         .arg(problem)
         .args(["--time-limit", &time_limit.to_string()])
+        .args(runs.then_some("--runs"))
         .output()
         .map_err(|e| format!("cannot run {}: {e}", python.display()))?;
     if !out.status.success() {

@@ -23,6 +23,7 @@ use serde::Serialize;
 
 use crate::commands::common::{Format, GlobalArgs, Outcome, exit};
 use crate::commands::quotes::{self, Sources};
+use crate::contract::Priced;
 use crate::diagnostic::{InputError, Location};
 
 #[derive(Debug, Args)]
@@ -90,7 +91,7 @@ pub fn run(global: &GlobalArgs, args: PricesArgs) -> anyhow::Result<Outcome> {
         cache_dir: args.cache_dir.clone(),
     };
     let mut gathered = quotes::gather(&query, &args.clouds, &sources, global.quiet)?;
-    let mut offers = std::mem::take(&mut gathered.offers);
+    let offers = std::mem::take(&mut gathered.offers);
     if let Some(path) = &args.write_snapshot {
         let fresh: Vec<Offer> = offers
             .iter()
@@ -113,7 +114,36 @@ pub fn run(global: &GlobalArgs, args: PricesArgs) -> anyhow::Result<Outcome> {
         eprintln!("wrote {} live offers to {}", fresh.len(), path.display());
     }
 
+    // The buyer's contract (`[prices]` of the config, when there is one): discounts replace
+    // list prices, private offers join them; both shown with source `contract`.
+    let (priced, unpriced) = match contract_prices(global)? {
+        Some(prices) => {
+            let (priced, unpriced) = crate::contract::apply(&prices, &offers);
+            let priced: Vec<_> = priced
+                .into_iter()
+                .filter(|p| {
+                    query.wants(&p.offer)
+                        && (args.clouds.is_empty() || args.clouds.contains(&p.offer.cloud))
+                })
+                .collect();
+            (priced, unpriced)
+        }
+        None => (
+            offers
+                .into_iter()
+                .map(|offer| Priced { offer, list: None })
+                .collect(),
+            Vec::new(),
+        ),
+    };
+    if !global.quiet {
+        for w in &unpriced {
+            eprintln!("warning: {w}");
+        }
+    }
+    let mut offers = priced;
     offers.sort_by(|a, b| {
+        let (a, b) = (&a.offer, &b.offer);
         a.effective_price_per_gpu_hour()
             .cmp(&b.effective_price_per_gpu_hour())
             .then_with(|| {
@@ -126,14 +156,14 @@ pub fn run(global: &GlobalArgs, args: PricesArgs) -> anyhow::Result<Outcome> {
             })
     });
 
-    let spreads = Spreads::of(&offers);
+    let spreads = Spreads::of(offers.iter().map(|p| &p.offer));
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     match args.format {
         Format::Json => {
             let rows: Vec<JsonOffer> = offers
                 .iter()
-                .map(|o| JsonOffer::new(o, spreads.get(o), now))
+                .map(|p| JsonOffer::new(p, spreads.get(&p.offer), now))
                 .collect();
             serde_json::to_writer_pretty(&mut out, &rows)?;
             use std::io::Write as _;
@@ -151,6 +181,15 @@ pub fn run(global: &GlobalArgs, args: PricesArgs) -> anyhow::Result<Outcome> {
         return Ok(Outcome(exit::ERROR));
     }
     Ok(Outcome::OK)
+}
+
+/// The config's `[prices]` when the config file exists (`gpucap prices` runs without one too).
+fn contract_prices(global: &GlobalArgs) -> anyhow::Result<Option<crate::config::PriceSettings>> {
+    if !global.config.is_file() {
+        return Ok(None);
+    }
+    let (config, _) = crate::config::load(&global.config)?;
+    Ok(Some(config.prices))
 }
 
 /// `--write-snapshot PATH --from-catalog DIR [--published FILE]`: the snapshot built from
@@ -248,6 +287,11 @@ struct JsonOffer<'a> {
     max_instances: Option<u32>,
     offering_id: Option<&'a str>,
     source: SourceKind,
+    /// `contract` prices: the list price the contract replaces, and its source.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    list_price_per_instance_hour: Option<Decimal>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    list_source: Option<SourceKind>,
     origin: &'a str,
     fetched_at: DateTime<Utc>,
     age_hours: i64,
@@ -262,8 +306,11 @@ struct JsonOffer<'a> {
 }
 
 impl<'a> JsonOffer<'a> {
-    fn new(o: &'a Offer, spread: Option<&Spread>, now: DateTime<Utc>) -> Self {
+    fn new(p: &'a Priced, spread: Option<&Spread>, now: DateTime<Utc>) -> Self {
+        let o = &p.offer;
         JsonOffer {
+            list_price_per_instance_hour: p.list.as_ref().map(|l| l.price_per_instance_hour),
+            list_source: p.list.as_ref().map(|l| l.source.kind),
             cloud: o.cloud,
             region: &o.region,
             zone: o.zone.as_deref(),
@@ -284,7 +331,11 @@ impl<'a> JsonOffer<'a> {
             origin: &o.source.origin,
             fetched_at: o.source.fetched_at,
             age_hours: (now - o.source.fetched_at).num_hours(),
-            stale: cache::is_stale(o, now),
+            stale: if o.source.kind == SourceKind::Contract {
+                is_stale(p, now)
+            } else {
+                cache::is_stale(o, now)
+            },
             indicative: o.kind == PurchaseKind::Spot,
             zone_min: spread.map(|s| s.min),
             zone_max: spread.map(|s| s.max),
@@ -310,8 +361,8 @@ impl Spreads {
     }
 
     /// Read from the snapshot only when some offer comes from it.
-    fn of(offers: &[Offer]) -> Self {
-        if !offers.iter().any(|o| o.source.kind == SourceKind::Snapshot) {
+    fn of<'o>(mut offers: impl Iterator<Item = &'o Offer>) -> Self {
+        if !offers.any(|o| o.source.kind == SourceKind::Snapshot) {
             return Spreads(BTreeMap::new());
         }
         let map = snapshot::builtin_entries()
@@ -355,26 +406,27 @@ fn column_of(o: &Offer) -> Option<usize> {
 /// (over zones and reservation/commitment variants) with the source and age of that figure and
 /// a note number; the notes under the table give each figure's origin and date. Spot cells of
 /// the snapshot show the zones' range beside the median.
-fn table(offers: &[Offer], spreads: &Spreads, now: DateTime<Utc>) -> String {
+fn table(offers: &[Priced], spreads: &Spreads, now: DateTime<Utc>) -> String {
     type Key<'a> = (Cloud, &'a str, &'a str);
-    let mut rows: BTreeMap<Key, [Option<&Offer>; 5]> = BTreeMap::new();
-    for o in offers {
+    let mut rows: BTreeMap<Key, [Option<&Priced>; 5]> = BTreeMap::new();
+    for p in offers {
+        let o = &p.offer;
         let Some(col) = column_of(o) else { continue };
         let cells = rows
             .entry((o.cloud, &o.region, &o.instance_type))
             .or_default();
-        if cells[col]
-            .is_none_or(|c| o.effective_price_per_gpu_hour() < c.effective_price_per_gpu_hour())
-        {
-            cells[col] = Some(o);
+        if cells[col].is_none_or(|c| {
+            o.effective_price_per_gpu_hour() < c.offer.effective_price_per_gpu_hour()
+        }) {
+            cells[col] = Some(p);
         }
     }
-    let mut rows: Vec<(Key, [Option<&Offer>; 5])> = rows.into_iter().collect();
-    let best = |cells: &[Option<&Offer>; 5]| {
+    let mut rows: Vec<(Key, [Option<&Priced>; 5])> = rows.into_iter().collect();
+    let best = |cells: &[Option<&Priced>; 5]| {
         cells
             .iter()
             .flatten()
-            .map(|o| o.effective_price_per_gpu_hour())
+            .map(|p| p.offer.effective_price_per_gpu_hour())
             .min()
     };
     rows.sort_by(|a, b| best(&a.1).cmp(&best(&b.1)).then(a.0.cmp(&b.0)));
@@ -386,7 +438,7 @@ fn table(offers: &[Offer], spreads: &Spreads, now: DateTime<Utc>) -> String {
     t.set_header(header);
     let mut notes = Notes::default();
     for ((cloud, region, instance), cells) in rows {
-        let first = cells.iter().flatten().next();
+        let first = cells.iter().flatten().next().map(|p| &p.offer);
         let mut line = vec![
             cloud.to_string(),
             region.to_string(),
@@ -404,7 +456,7 @@ fn table(offers: &[Offer], spreads: &Spreads, now: DateTime<Utc>) -> String {
         t.add_row(line);
     }
     format!(
-        "$ per GPU-hour (upfront fees spread over the term); source, age and note per figure\n{t}\n{}",
+        "$ per GPU-hour (upfront fees spread over the term); source, age and note per figure; contract prices with the list price they replace\n{t}\n{}",
         notes.render()
     )
 }
@@ -445,18 +497,16 @@ impl Notes {
     }
 }
 
-fn cell(o: &Offer, spreads: &Spreads, notes: &mut Notes, now: DateTime<Utc>) -> String {
+fn cell(p: &Priced, spreads: &Spreads, notes: &mut Notes, now: DateTime<Utc>) -> String {
+    let o = &p.offer;
     let source = match o.source.kind {
         SourceKind::Live => "live",
         SourceKind::Cache => "cache",
         SourceKind::Snapshot => "snap",
         SourceKind::Import => "import",
+        SourceKind::Contract => "contract",
     };
-    let stale = if o.source.kind != SourceKind::Snapshot && cache::is_stale(o, now) {
-        " STALE"
-    } else {
-        ""
-    };
+    let stale = if is_stale(p, now) { " STALE" } else { "" };
     let range = spreads
         .get(o)
         .filter(|s| s.min != s.max)
@@ -465,12 +515,32 @@ fn cell(o: &Offer, spreads: &Spreads, notes: &mut Notes, now: DateTime<Utc>) -> 
             format!(" ({:.3}–{:.3})", s.min / gpus, s.max / gpus)
         })
         .unwrap_or_default();
+    let list = p
+        .list
+        .as_ref()
+        .map(|l| {
+            let mut listed = o.clone();
+            listed.price_per_instance_hour = l.price_per_instance_hour;
+            listed.upfront = l.upfront;
+            format!(" (list {:.3})", listed.effective_price_per_gpu_hour())
+        })
+        .unwrap_or_default();
     format!(
-        "{:.3} {source} {}{stale}{range} [{}]",
+        "{:.3} {source} {}{stale}{range}{list} [{}]",
         o.effective_price_per_gpu_hour(),
         age(now - o.source.fetched_at),
         notes.cite(o)
     )
+}
+
+/// A fetched quote past its cache lifetime. A contract price is as stale as the list price it
+/// discounts; the snapshot and a private offer at its own rate are dated, not stale.
+fn is_stale(p: &Priced, now: DateTime<Utc>) -> bool {
+    let kind = p
+        .list
+        .as_ref()
+        .map_or(p.offer.source.kind, |l| l.source.kind);
+    !matches!(kind, SourceKind::Snapshot | SourceKind::Contract) && cache::is_stale(&p.offer, now)
 }
 
 fn age(d: chrono::Duration) -> String {

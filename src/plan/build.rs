@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use chrono::{DateTime, Duration, Timelike, Utc};
 use gpucap_provider::PurchaseKind;
+use rust_decimal::prelude::ToPrimitive;
 
 use crate::calendar::Campaign;
 use crate::demand::{self, DemandCurve};
@@ -17,7 +18,7 @@ use crate::timespec::{Horizon, month_hours, rfc3339};
 use super::{
     Action, ActionKind, BaselineCost, CampaignRef, Cost, Fingerprint, KindCost, MonthCost,
     PLAN_SCHEMA, Plan, PlanHorizon, PoolCost, PoolPlan, Quote, Risk, ScenarioCost, SolutionSummary,
-    Stranded, TeamCost,
+    Stranded, StrandedPool, TeamCost,
 };
 
 /// Everything a plan is made from.
@@ -387,6 +388,14 @@ pub fn build(inputs: PlanInputs<'_>) -> Result<Plan, BuildError> {
                 upfront_per_instance: info.upfront,
                 offering_id: info.offering_id.clone(),
                 origin: source.origin.clone(),
+                list_price_per_instance_hour: info
+                    .list
+                    .as_ref()
+                    .and_then(|l| l.price_per_instance_hour.to_f64()),
+                list_source: info
+                    .list
+                    .as_ref()
+                    .map(|l| source_name(l.source.kind).to_string()),
             })
         })
         .collect();
@@ -456,6 +465,7 @@ fn source_name(kind: gpucap_provider::SourceKind) -> &'static str {
         Cache => "cache",
         Snapshot => "snapshot",
         Import => "import",
+        Contract => "contract",
     }
 }
 
@@ -589,6 +599,7 @@ fn risk(
         .map(|s| {
             let mut gpu_hours = 0u64;
             let mut cost = 0.0;
+            let mut pools = Vec::new();
             for (p, curve) in s.pools.iter().enumerate() {
                 let firm = demand::hourly(hours, &curve.firm);
                 let flex = demand::hourly(hours, &curve.flex);
@@ -599,8 +610,17 @@ fn risk(
                     idle += u64::from(term_hourly[p][t].saturating_sub(after_owned));
                 }
                 gpu_hours += idle;
+                let mut pool_cost = 0.0;
                 if pool_term_gpu_hours[p] > 0.0 {
-                    cost += idle as f64 * pool_term_cost[p] / pool_term_gpu_hours[p];
+                    pool_cost = idle as f64 * pool_term_cost[p] / pool_term_gpu_hours[p];
+                    cost += pool_cost;
+                }
+                if idle > 0 {
+                    pools.push(StrandedPool {
+                        pool: demand.pools[p].id.clone(),
+                        gpu_hours: idle,
+                        cost: pool_cost,
+                    });
                 }
             }
             Stranded {
@@ -608,6 +628,7 @@ fn risk(
                 probability: s.probability,
                 gpu_hours,
                 cost,
+                pools,
             }
         })
         .collect();

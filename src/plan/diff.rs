@@ -1018,6 +1018,8 @@ mod tests {
             upfront_per_instance: 0.0,
             offering_id: None,
             origin: String::new(),
+            list_price_per_instance_hour: None,
+            list_source: None,
         };
         previous.quotes = vec![
             quote("od", "snapshot", "2026-11-01T00:00:00Z", 98.32),

@@ -180,6 +180,19 @@ pub struct Stranded {
     pub gpu_hours: u64,
     /// The term price of those GPU-hours.
     pub cost: f64,
+    /// The same per pool (pools with idle term capacity only): where the idle capacity is, e.g.
+    /// a commitment idling in one pool while capacity blocks serve another.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pools: Vec<StrandedPool>,
+}
+
+/// Term GPU-hours paid for but idle in one pool and scenario.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StrandedPool {
+    pub pool: String,
+    pub gpu_hours: u64,
+    /// The pool's average term price of those GPU-hours.
+    pub cost: f64,
 }
 
 /// What an action does.
@@ -305,7 +318,8 @@ pub struct CampaignRef {
 pub struct Quote {
     /// The problem offer id.
     pub offer: String,
-    /// `live`, `cache`, `snapshot`, `import`, or `state` for capacity already owned.
+    /// `live`, `cache`, `snapshot`, `import`, `contract` (`[prices]` of the config), or `state`
+    /// for capacity already owned.
     pub source: String,
     pub fetched_at: String,
     /// USD per instance-hour as quoted (for blocks: the effective hourly rate).
@@ -314,6 +328,13 @@ pub struct Quote {
     pub offering_id: Option<String>,
     /// Where the price came from in words (API, snapshot entry's URL, file).
     pub origin: String,
+    /// `contract` prices only: the list price the contract price replaces (a discount, or a
+    /// private offer priced off a list), and that list price's source, whose age the quote-age
+    /// gate checks. Absent for list prices and private offers at a stated rate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub list_price_per_instance_hour: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub list_source: Option<String>,
 }
 
 #[cfg(test)]

@@ -42,6 +42,9 @@ pub struct OfferInfo {
     pub upfront: f64,
     /// Where the price came from; `None` for capacity already owned.
     pub quote: Option<Source>,
+    /// The list price a contract price replaces (a `[prices.discounts]` discount, or a private
+    /// offer priced off a list), with its source.
+    pub list: Option<crate::contract::ListPrice>,
     /// The priced offer this problem offer derives from (`pool/cloud/region/type/kind`): the
     /// term offers of one capacity-block price share it.
     pub quoted_as: String,
@@ -99,6 +102,24 @@ pub fn build(
     let mut warnings = Vec::new();
     let mut assumptions = vec![spot::describe(&config.spot)];
     let mut kinds_seen = std::collections::BTreeSet::new();
+    // Private offers join the list offers; discounts apply to each offer a pool selects.
+    let (private, unpriced) = crate::contract::private_offers(&config.prices, offers);
+    warnings.extend(unpriced);
+    let private_lists: BTreeMap<Option<String>, Option<crate::contract::ListPrice>> = private
+        .iter()
+        .map(|p| (p.offer.offering_id.clone(), p.list.clone()))
+        .collect();
+    let with_private: Vec<Offer>;
+    let offers = if private.is_empty() {
+        offers
+    } else {
+        with_private = offers
+            .iter()
+            .cloned()
+            .chain(private.into_iter().map(|p| p.offer))
+            .collect();
+        &with_private[..]
+    };
 
     let mut add = |o: problem::Offer, info: OfferInfo| {
         infos.insert(o.id.clone(), info);
@@ -127,9 +148,20 @@ pub fn build(
                 },
             });
         }
-        for o in selected {
+        for listed in selected {
+            let priced = crate::contract::discounted(&config.prices, listed);
+            let o = &priced.offer;
+            let private = crate::contract::private_offer(&config.prices, o);
+            let list = match private {
+                Some(_) => private_lists.get(&o.offering_id).cloned().flatten(),
+                None => priced.list.clone(),
+            };
             kinds_seen.insert(o.kind);
-            let base = offer_base_id(&pool.id, o);
+            let mut base = offer_base_id(&pool.id, o);
+            if let Some(p) = private {
+                base.push('/');
+                base.push_str(&p.reference);
+            }
             let quoted_as = base.clone();
             let info = |term: Option<TermChoice>, overhead: f64| OfferInfo {
                 pool: pool.id.clone(),
@@ -142,6 +174,7 @@ pub fn build(
                 price_per_instance_hour: money(o.price_per_instance_hour),
                 upfront: money(o.upfront),
                 quote: Some(o.source.clone()),
+                list: list.clone(),
                 quoted_as: quoted_as.clone(),
                 existing: None,
                 offering_id: o.offering_id.clone(),
@@ -184,7 +217,14 @@ pub fn build(
                     );
                 }
                 _ => {
-                    for choice in terms::choices(o, &horizon, now) {
+                    let choices = match private {
+                        Some(p) => {
+                            let (earliest, latest) = crate::contract::window(p);
+                            terms::in_window(o, &horizon, now, earliest, latest)
+                        }
+                        None => terms::choices(o, &horizon, now),
+                    };
+                    for choice in choices {
                         if choice.starts.is_empty() || choice.cover_hours == 0 {
                             continue;
                         }
@@ -241,6 +281,9 @@ pub fn build(
             "reservations without a term: windows of {} days from 00:00 UTC, billed per hour and released at the end",
             list(terms::RESERVATION_DAYS)
         ));
+    }
+    if !config.prices.offers.is_empty() {
+        assumptions.push("private offers ([[prices.offers]]) start at 00:00 UTC on any day of their start window and are paid for their whole term, also past the horizon".into());
     }
     if kinds_seen.contains(&PurchaseKind::Commitment) {
         assumptions.push("commitments start now (the planning start, or the next hour once planning has begun) and are paid for their whole term, also past the horizon".into());
@@ -331,6 +374,7 @@ fn existing_offer(
         price_per_instance_hour: 0.0,
         upfront: 0.0,
         quote: None,
+        list: None,
         quoted_as: offer.id.clone(),
         existing: Some(format!("{} ({})", e.id, e.source)),
         offering_id: Some(e.id.clone()),

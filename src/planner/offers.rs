@@ -67,6 +67,7 @@ impl OfferKey {
 /// Live beats cache beats an import beats the snapshot; then the newer quote.
 fn better(a: &Offer, b: &Offer) -> bool {
     let rank = |k: SourceKind| match k {
+        SourceKind::Contract => 4,
         SourceKind::Live => 3,
         SourceKind::Cache => 2,
         SourceKind::Import => 1,

@@ -98,6 +98,41 @@ pub fn choices(offer: &Offer, horizon: &Horizon, now: DateTime<Utc>) -> Vec<Term
     }
 }
 
+/// A private offer's term (`[[prices.offers]]`): its length, starting at 00:00 UTC on any day
+/// from `earliest` (or now) to `latest` (or the end of the horizon), without notice.
+pub fn in_window(
+    offer: &Offer,
+    horizon: &Horizon,
+    now: DateTime<Utc>,
+    earliest: Option<DateTime<Utc>>,
+    latest: Option<DateTime<Utc>>,
+) -> Vec<TermChoice> {
+    let Some(term) = offer.term_hours.filter(|&h| h > 0) else {
+        return Vec::new();
+    };
+    let first = horizon
+        .hour_ceil(now)
+        .max(earliest.map_or(0, |t| horizon.hour_ceil(t)));
+    let last = latest.map_or(i64::from(horizon.hours), |t| horizon.hour_floor(t));
+    let starts: Vec<u32> = daily(horizon, first, 0)
+        .into_iter()
+        .filter(|&h| i64::from(h) <= last)
+        .collect();
+    if starts.is_empty() {
+        return Vec::new();
+    }
+    vec![TermChoice {
+        label: term_label(term),
+        cover_hours: term,
+        billed_hours: term,
+        starts,
+        start_offset_minutes: 0,
+        lead_hours: 0,
+        max_advance_hours: None,
+        releasable: false,
+    }]
+}
+
 fn blocks(offer: &Offer, horizon: &Horizon, now: DateTime<Utc>, now_hour: i64) -> Vec<TermChoice> {
     let aws = offer.cloud == Cloud::Aws;
     // AWS blocks run 11:30 to 11:30 UTC: whole hours from 12:00, one hour fewer than billed.

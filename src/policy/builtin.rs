@@ -54,6 +54,7 @@ pub const CASES: &[(&str, &str)] = embed![
     "tests/budget_total/over.json",
     "tests/budget_total/pass.json",
     "tests/quote_age/at_max_age.json",
+    "tests/quote_age/contract_prices.json",
     "tests/quote_age/custom_max_age.json",
     "tests/quote_age/fresh_live.json",
     "tests/quote_age/fresh_snapshot.json",

@@ -479,6 +479,29 @@ fn risk(out: &mut String, plan: &Plan, style: Style) {
         ]);
     }
     push_table(out, &mut t);
+    // Where the idle term capacity is, when more than one pool has some.
+    if risk.stranded.iter().any(|s| s.pools.len() > 1) {
+        for s in risk.stranded.iter().filter(|s| !s.pools.is_empty()) {
+            let by_pool: Vec<String> = s
+                .pools
+                .iter()
+                .map(|p| {
+                    format!(
+                        "{} {} GPU-h ({})",
+                        clean(&p.pool),
+                        thousands(p.gpu_hours),
+                        money(p.cost)
+                    )
+                })
+                .collect();
+            let _ = writeln!(
+                out,
+                "  idle in \"{}\": {}",
+                clean(&s.scenario),
+                by_pool.join(", ")
+            );
+        }
+    }
     if !risk.worst_scenario.is_empty() {
         let over = risk.worst_total - plan.cost.expected_total;
         let _ = writeln!(

@@ -85,6 +85,9 @@ pub enum SourceKind {
     Snapshot,
     /// A file the user imported (e.g. a SkyPilot catalog CSV).
     Import,
+    /// The buyer's own contract (`gpucap.toml` `[prices]`): a negotiated discount applied to a
+    /// list price, or a private offer.
+    Contract,
 }
 
 /// Provenance of one price: its kind, a human-readable origin (API and request, snapshot
