@@ -1,4 +1,4 @@
-//! The planner: demand and offers in, a `gpucap.problem/v1` out — with, for every offer in the
+//! The planner: demand and offers in, a `gpucap.problem/v2` out — with, for every offer in the
 //! problem, what it stands for (cloud, place, purchase kind, booking rules, the quote), so the
 //! solution can be turned back into actions. Pure: the caller gathers the offers, the existing
 //! capacity and the clock.
@@ -7,7 +7,9 @@
 //! ([`offers`]); spot offers get an interruption overhead and a count of instances to rely on
 //! ([`spot`]); capacity blocks, reservations and commitments become term offers with the
 //! lengths and start hours their cloud sells ([`terms`]); capacity already owned becomes a free
-//! term offer limited to what is owned ([`existing`]).
+//! term offer limited to what is owned ([`existing`]). Term offers carry the purchase rules of
+//! `[planning]` (a minimum per purchase, a cost per purchase) besides their cloud's own
+//! ([`purchase_rules`]).
 
 pub mod existing;
 pub mod offers;
@@ -22,7 +24,7 @@ use rust_decimal::prelude::ToPrimitive;
 
 use crate::config::Config;
 use crate::demand::DemandCurve;
-use crate::problem::{self, OfferKind, PROBLEM_SCHEMA, Problem, Starts};
+use crate::problem::{self, OfferKind, PROBLEM_SCHEMA_V2, Problem, Starts};
 
 pub use existing::ExistingCapacity;
 pub use terms::TermChoice;
@@ -256,8 +258,15 @@ pub fn build(
     }
     assumptions.push("on-demand capacity is assumed available up to the offer's stated limit (none when the cloud states none); pools are planned independently, so an offer shared by two pools may be counted in both".into());
 
+    for offer in &mut problem_offers {
+        let owned = infos.get(&offer.id).is_some_and(|i| i.existing.is_some());
+        if offer.kind == OfferKind::Term && !owned {
+            purchase_rules(offer, &config.planning);
+        }
+    }
+
     let problem = Problem {
-        schema: PROBLEM_SCHEMA.to_string(),
+        schema: PROBLEM_SCHEMA_V2.to_string(),
         start: doc.start,
         hours: doc.hours,
         pools: doc.pools,
@@ -272,6 +281,20 @@ pub fn build(
         assumptions,
         warnings,
     })
+}
+
+/// `[planning]`'s purchase rules on a term offer that is bought (not capacity already owned):
+/// the cost per purchase, and the minimum per purchase combined with the cloud's (the larger
+/// one, but never above the cloud's maximum per purchase, which would forbid every purchase).
+pub fn purchase_rules(offer: &mut problem::Offer, planning: &crate::config::Planning) {
+    let min = offer
+        .min_purchase_instances
+        .max(planning.min_purchase_instances);
+    offer.min_purchase_instances = match (min, offer.max_purchase_instances) {
+        (Some(min), Some(max)) => Some(min.min(max)),
+        (min, _) => min,
+    };
+    offer.cost_per_purchase = Some(planning.cost_per_purchase);
 }
 
 /// `pool/cloud/region[/zone]/instance-type/kind`.

@@ -102,6 +102,10 @@ pub(crate) fn solve_group(
         time_limit: deadline.map(|d| d.saturating_duration_since(Instant::now())),
         rel_gap: options.rel_gap,
         log: options.solver_log,
+        cuts: data
+            .iter()
+            .flat_map(|d| &d.terms)
+            .any(|t| t.pieces.is_some()),
     };
     let result = mip::solve(&mip, limits);
     let constant: f64 = models.iter().map(|m| m.constant).sum();

@@ -108,6 +108,8 @@ pub(crate) struct MipLimits {
     pub rel_gap: f64,
     /// Let the engine print its log on stdout.
     pub log: bool,
+    /// Add cut generators and heuristics (models with fixed charges: v2 purchase pieces).
+    pub cuts: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -160,6 +162,7 @@ pub(crate) fn solve(mip: &Mip, limits: MipLimits) -> MipResult {
         abs_gap: 1e-9,
         time_limit: limits.time_limit.map(|t| t.as_secs_f64()),
         log: limits.log,
+        cuts: limits.cuts,
     };
     let solved = match gpucap_mip_cbc::solve(&problem, &limits) {
         Ok(solved) => solved,

@@ -235,6 +235,7 @@ fn solve_pool(
         time_limit: deadline.map(|d| d.saturating_duration_since(Instant::now())),
         rel_gap: options.rel_gap,
         log: options.solver_log,
+        cuts: data.terms.iter().any(|t| t.pieces.is_some()),
     };
     let result = mip::solve(&model.mip, limits);
     tracing::debug!(

@@ -278,11 +278,13 @@ fn term_offers(v: &Validated, scope: &Scope) -> Vec<TermOffer> {
     }
 }
 
-/// The v2 piece rules of term offer `o`, when they constrain anything.
+/// The v2 piece rules of term offer `o`, when they constrain anything. A maximum alone does
+/// not: with a minimum of 1 and no cost, any n > 0 splits into `ceil(n / max)` pieces (each
+/// has at least one instance as `ceil(n / max) ≤ n`), so no piece count needs modelling.
 fn pieces(v: &Validated, o: usize) -> Option<Pieces> {
     let (min, max, cost) = v.piece_rules(o);
     let v2 = v.problem().is_v2() && v.problem().offers[o].has_purchase_rules();
-    (v2 && (min > 1 || max.is_some() || cost > 0.0)).then_some(Pieces { min, max, cost })
+    (v2 && (min > 1 || cost > 0.0)).then_some(Pieces { min, max, cost })
 }
 
 /// `data` on the timeline that its remaining starts' windows and the demand changes need.
