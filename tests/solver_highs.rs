@@ -81,6 +81,7 @@ fn fixtures_match_highs() {
         "nonconvex.json",
         "infeasible-capacity.json",
         "infeasible-overlap.json",
+        "shared-quota.json",
     ] {
         let problem: Problem =
             serde_json::from_str(&std::fs::read_to_string(dir.join(name)).expect("fixture"))

@@ -245,3 +245,33 @@ fn limit_names(v: &Validated, scopes: &[Scope]) -> String {
         .collect();
     names.join(", ")
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use crate::problem::{Status, parse, validate};
+    use crate::solver::{SolveOptions, solve};
+
+    #[test]
+    fn a_binding_quota_moves_one_pool_onto_a_block() {
+        // docs/problem-v2.md's example: on-demand alone costs $60,480 but breaks the vCPU quota
+        // in hours 48-96; four east instances on one block piece cost $490 more.
+        let text = include_str!("../../tests/fixtures/problems/shared-quota.json");
+        let v =
+            validate(parse(text, Path::new("shared-quota.json")).expect("parses")).expect("valid");
+        assert_eq!(super::components(&v), vec![(vec![0, 1], true)]);
+        let solution = solve(&v, &SolveOptions::default());
+        assert_eq!(solution.status, Status::Optimal);
+        assert!(
+            (solution.expected_cost - 60_970.0).abs() < 1e-6,
+            "{solution:?}"
+        );
+        assert_eq!(solution.purchases.len(), 1);
+        let p = &solution.purchases[0];
+        assert_eq!(
+            (p.offer.as_str(), p.start_hour, p.instances, p.pieces),
+            ("east/block/2d", 48, 4, 1)
+        );
+    }
+}
