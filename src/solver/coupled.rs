@@ -63,7 +63,7 @@ pub(crate) fn components(v: &Validated) -> Vec<(Vec<usize>, bool)> {
     }
     let mut groups: Vec<(Vec<usize>, bool)> = Vec::new();
     let mut index = vec![usize::MAX; pools];
-    for p in 0..pools {
+    for (p, &touched) in limited.iter().enumerate() {
         let r = root(&mut parent, p);
         if index[r] == usize::MAX {
             index[r] = groups.len();
@@ -71,7 +71,7 @@ pub(crate) fn components(v: &Validated) -> Vec<(Vec<usize>, bool)> {
         }
         let g = &mut groups[index[r]];
         g.0.push(p);
-        g.1 |= limited[p];
+        g.1 |= touched;
     }
     groups
 }
