@@ -1,7 +1,10 @@
 //! The solver benchmark: generated campaign calendars of growing size (horizon 2 weeks → 1
 //! year, 1 → 4 pools, 5 → 100 offers, term starts weekly → daily → hourly, 1 → 8 scenarios),
 //! each solved by gpucap in a fresh process (for its peak memory), with the three baselines, and
-//! — where Python and highspy are available — by HiGHS on the plain hourly MILP.
+//! — where Python and highspy are available — by HiGHS on the plain hourly MILP. Instances
+//! named `coupled` are v2 problems whose pools share an on-demand vCPU quota and a cap on
+//! capacity blocks held, with blocks bought in pieces at a cost each (`generate::couple`):
+//! their pools are solved together in one program.
 //!
 //! ```sh
 //! cargo bench --bench solver                     # everything (HiGHS runs take a while)
@@ -58,6 +61,45 @@ fn instances() -> Vec<(&'static str, Shape)> {
     ]
 }
 
+/// Instances whose pools are coupled by shared limits (see the module doc).
+const COUPLED: [(&str, usize, u32, u32, usize); 4] = [
+    // (name, pools, hours, start step, scenarios)
+    ("2w 3p 30o daily 4s coupled", 3, 336, 24, 4),
+    ("1m 3p 30o daily 4s coupled", 3, 720, 24, 4),
+    ("3m 3p 30o daily 4s coupled", 3, 2184, 24, 4),
+    ("1y 3p 30o weekly 4s coupled", 3, 8760, 168, 4),
+];
+
+/// The plain instances, then the coupled ones: `(name, shape, coupled)`.
+fn all_instances() -> Vec<(&'static str, Shape, bool)> {
+    let plain = instances().into_iter().map(|(n, s)| (n, s, false));
+    let coupled = COUPLED
+        .iter()
+        .map(|&(name, pools, hours, start_step, scenarios)| {
+            let shape = Shape {
+                hours,
+                pools,
+                offers: 30,
+                start_step,
+                scenarios,
+                seed: SEED,
+            };
+            (name, shape, true)
+        });
+    plain.chain(coupled).collect()
+}
+
+/// The problem of one instance: coupled ones with half the vCPUs the pools' peaks would need,
+/// 8 capacity-block instances held at once, blocks bought 4 instances a piece at $250.
+fn problem_of(shape: &Shape, coupled: bool) -> Problem {
+    let problem = generate(shape);
+    if coupled {
+        generate::couple(problem, 0.5, 8, 4, 250.0)
+    } else {
+        problem
+    }
+}
+
 struct Args {
     quick: bool,
     highs: bool,
@@ -106,14 +148,14 @@ fn main() {
         "| instance | hours | pools | offers | scenarios | term starts | gpucap s | peak MB | optimal cost | all on-demand | cheapest-now | reserve-the-peak | saved vs cheapest-now | HiGHS s | HiGHS cost | HiGHS / gpucap |"
     );
     println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
-    for (name, shape) in instances() {
+    for (name, shape, coupled) in all_instances() {
         if args.quick && shape.hours > 2184 {
             continue;
         }
         if args.only.as_deref().is_some_and(|o| !name.contains(o)) {
             continue;
         }
-        let problem = generate(&shape);
+        let problem = problem_of(&shape, coupled);
         let path = dir.path().join(format!("{}.json", name.replace(' ', "-")));
         std::fs::write(&path, serde_json::to_string(&problem).expect("json"))
             .expect("write the problem");

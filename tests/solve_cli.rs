@@ -340,8 +340,8 @@ fn other_rules_of_the_spec() {
     let cases: &[(&str, &str, &[&str])] = &[
         (
             "\"gpucap.problem/v1\"",
-            "\"gpucap.problem/v2\"",
-            &["`schema`", "gpucap.problem/v1"],
+            "\"gpucap.problem/v3\"",
+            &["`schema`", "gpucap.problem/v1", "gpucap.problem/v2"],
         ),
         (
             "\"2027-01-04T00:00:00Z\"",

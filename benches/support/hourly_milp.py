@@ -1,11 +1,16 @@
-"""The plain hourly MILP of a gpucap.problem/v1, solved with HiGHS (highspy): an independent
-formulation, written from docs/problem-v1.md, that the solver benchmark and tests compare
-gpucap's optimum and speed against.
+"""The plain hourly MILP of a gpucap.problem/v1 or /v2, solved with HiGHS (highspy): an
+independent formulation, written from docs/problem-v1.md and docs/problem-v2.md, that the solver
+benchmark and tests compare gpucap's optimum and speed against.
 
 One variable per hour and offer (and scenario): integer term purchases n[o,s] at every allowed
 start, active term instances A[o,t] = A[o,t-1] + n[o,t] - n[o,t-L] (bounded by max_instances),
 integer on-demand x[k,o,t] and spot y[k,o,t] instances in every hour with demand, and per
 scenario, pool and hour the two coverage rows of the spec.
+
+v2: for a term offer with purchase rules, integer pieces k[o,s] with min*k <= n[o,s] <= max*k
+(max: the offer's max_instances, else PIECE_BIG_M, when the offer states none) at
+cost_per_purchase each; for each shared limit, scenario and hour, the weighted sum of active
+term instances and of that scenario's hourly instances at most its cap.
 
 With `--runs`, hours are merged first into runs of identical hours: maximal spans in which no
 pool's demand changes in any scenario and no term purchase starts or ends. Every hour of a run
@@ -27,6 +32,11 @@ import time
 
 import highspy
 import numpy as np
+
+
+# Stands for "no maximum per purchase" where the offer has no max_instances either: more
+# instances than any test problem could use in one purchase.
+PIECE_BIG_M = 100000.0
 
 
 def allowed_starts(offer, hours):
@@ -101,6 +111,17 @@ def build(problem, runs=False):
         term = offer["term_hours"]
         price = offer["price_per_instance_hour"] * term + (offer.get("upfront_per_instance") or 0.0)
         buy = {index_of[s]: column(price, 0.0, limit, True) for s in allowed_starts(offer, hours)}
+        if problem["schema"] == "gpucap.problem/v2" and any(
+            offer.get(f) is not None
+            for f in ("min_purchase_instances", "max_purchase_instances", "cost_per_purchase")
+        ):
+            least = float(offer.get("min_purchase_instances") or 1)
+            most = offer.get("max_purchase_instances")
+            most = float(most) if most is not None else (limit if limit != inf else PIECE_BIG_M)
+            for n in buy.values():
+                k = column(offer.get("cost_per_purchase") or 0.0, 0.0, inf, True)
+                row(0.0, inf, [(n, 1.0), (k, -least)])
+                row(-inf, 0.0, [(n, 1.0), (k, -most)])
         ends = {}
         for s in allowed_starts(offer, hours):
             if s + term < hours:
@@ -120,7 +141,8 @@ def build(problem, runs=False):
         active[o] = cols
 
     # Second stage, per scenario, pool and hour with demand.
-    for scenario in scenarios:
+    hourly = {}  # (scenario index, offer index, step) -> column
+    for k_index, scenario in enumerate(scenarios):
         p = scenario["probability"]
         overrides = scenario.get("max_instances", {})
         for pool in problem["pools"]:
@@ -143,12 +165,28 @@ def build(problem, runs=False):
                     limit = inf if limit is None else float(limit)
                     price = offer["price_per_instance_hour"] * (1.0 + (offer.get("overhead") or 0.0))
                     x = column(p * price * length[t], 0.0, limit, True)
+                    hourly[(k_index, o, t)] = x
                     all_row.append((x, g))
                     if offer["kind"] == "on_demand":
                         firm_row.append((x, g))
                 if firm[h] > 0:
                     row(float(firm[h]), inf, firm_row)
                 row(float(firm[h] + flex[h]), inf, all_row)
+
+    # v2 shared limits, per scenario and hour (or run: every hour of a run has the same rows).
+    ids = {offer["id"]: o for o, offer in enumerate(offers)}
+    for limit in problem.get("shared_limits", []):
+        members = [(ids[i], float(w)) for i, w in limit["offers"].items()]
+        for k_index in range(len(scenarios)):
+            for t in range(steps):
+                entries = []
+                for o, w in members:
+                    if offers[o]["kind"] == "term":
+                        entries.append((active[o][t], w))
+                    elif (k_index, o, t) in hourly:
+                        entries.append((hourly[(k_index, o, t)], w))
+                if entries:
+                    row(-inf, float(limit["cap"]), entries)
 
     lp = highspy.HighsLp()
     lp.num_col_ = len(cost)

@@ -1,4 +1,4 @@
-//! The planner: demand and offers in, a `gpucap.problem/v1` out — with, for every offer in the
+//! The planner: demand and offers in, a `gpucap.problem/v2` out — with, for every offer in the
 //! problem, what it stands for (cloud, place, purchase kind, booking rules, the quote), so the
 //! solution can be turned back into actions. Pure: the caller gathers the offers, the existing
 //! capacity and the clock.
@@ -7,7 +7,9 @@
 //! ([`offers`]); spot offers get an interruption overhead and a count of instances to rely on
 //! ([`spot`]); capacity blocks, reservations and commitments become term offers with the
 //! lengths and start hours their cloud sells ([`terms`]); capacity already owned becomes a free
-//! term offer limited to what is owned ([`existing`]).
+//! term offer limited to what is owned ([`existing`]). Term offers carry the purchase rules of
+//! `[planning]` (a minimum per purchase, a cost per purchase) besides their cloud's own
+//! ([`purchase_rules`]).
 
 pub mod existing;
 pub mod offers;
@@ -22,7 +24,7 @@ use rust_decimal::prelude::ToPrimitive;
 
 use crate::config::Config;
 use crate::demand::DemandCurve;
-use crate::problem::{self, OfferKind, PROBLEM_SCHEMA, Problem, Starts};
+use crate::problem::{self, OfferKind, PROBLEM_SCHEMA_V2, Problem, Starts};
 
 pub use existing::ExistingCapacity;
 pub use terms::TermChoice;
@@ -194,6 +196,9 @@ pub fn build(
                         term_hours: None,
                         starts: None,
                         max_instances: o.max_instances,
+                        min_purchase_instances: None,
+                        max_purchase_instances: None,
+                        cost_per_purchase: None,
                     },
                     info(None, 0.0),
                 ),
@@ -212,6 +217,9 @@ pub fn build(
                             term_hours: None,
                             starts: None,
                             max_instances: Some(spot::usable_instances(&figures, o)),
+                            min_purchase_instances: None,
+                            max_purchase_instances: None,
+                            cost_per_purchase: None,
                         },
                         info(None, overhead),
                     );
@@ -250,6 +258,9 @@ pub fn build(
                                 term_hours: Some(choice.cover_hours),
                                 starts: Some(Starts::List(choice.starts.clone())),
                                 max_instances: o.max_instances,
+                                min_purchase_instances: None,
+                                max_purchase_instances: None,
+                                cost_per_purchase: None,
                             },
                             info(Some(choice), 0.0),
                         );
@@ -290,14 +301,22 @@ pub fn build(
     }
     assumptions.push("on-demand capacity is assumed available up to the offer's stated limit (none when the cloud states none); pools are planned independently, so an offer shared by two pools may be counted in both".into());
 
+    for offer in &mut problem_offers {
+        let owned = infos.get(&offer.id).is_some_and(|i| i.existing.is_some());
+        if offer.kind == OfferKind::Term && !owned {
+            purchase_rules(offer, &config.planning);
+        }
+    }
+
     let problem = Problem {
-        schema: PROBLEM_SCHEMA.to_string(),
+        schema: PROBLEM_SCHEMA_V2.to_string(),
         start: doc.start,
         hours: doc.hours,
         pools: doc.pools,
         offers: problem_offers,
         scenarios: doc.scenarios,
         budget: None,
+        shared_limits: Vec::new(),
     };
     Ok(Planned {
         problem,
@@ -305,6 +324,20 @@ pub fn build(
         assumptions,
         warnings,
     })
+}
+
+/// `[planning]`'s purchase rules on a term offer that is bought (not capacity already owned):
+/// the cost per purchase, and the minimum per purchase combined with the cloud's (the larger
+/// one, but never above the cloud's maximum per purchase, which would forbid every purchase).
+pub fn purchase_rules(offer: &mut problem::Offer, planning: &crate::config::Planning) {
+    let min = offer
+        .min_purchase_instances
+        .max(planning.min_purchase_instances);
+    offer.min_purchase_instances = match (min, offer.max_purchase_instances) {
+        (Some(min), Some(max)) => Some(min.min(max)),
+        (min, _) => min,
+    };
+    offer.cost_per_purchase = Some(planning.cost_per_purchase);
 }
 
 /// `pool/cloud/region[/zone]/instance-type/kind`.
@@ -362,6 +395,9 @@ fn existing_offer(
         term_hours: Some(to - from),
         starts: Some(Starts::List(vec![from])),
         max_instances: Some(e.instances),
+        min_purchase_instances: None,
+        max_purchase_instances: None,
+        cost_per_purchase: None,
     };
     let info = OfferInfo {
         pool: pool.id.clone(),

@@ -46,6 +46,21 @@ impl Mip {
         self.row_upper.push(upper);
     }
 
+    /// Adds `other`'s columns and rows after this one's; returns the offset of its columns.
+    pub fn append(&mut self, other: &Mip) -> usize {
+        let offset = self.num_cols();
+        self.cost.extend(&other.cost);
+        self.lower.extend(&other.lower);
+        self.upper.extend(&other.upper);
+        self.integer.extend(&other.integer);
+        for r in 0..other.num_rows() {
+            let entries: Vec<(usize, f64)> =
+                other.row(r).iter().map(|&(c, v)| (c + offset, v)).collect();
+            self.add_row(other.row_lower[r], other.row_upper[r], entries);
+        }
+        offset
+    }
+
     pub fn num_cols(&self) -> usize {
         self.cost.len()
     }
@@ -93,6 +108,8 @@ pub(crate) struct MipLimits {
     pub rel_gap: f64,
     /// Let the engine print its log on stdout.
     pub log: bool,
+    /// Add cut generators and heuristics (models with fixed charges: v2 purchase pieces).
+    pub cuts: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -145,6 +162,7 @@ pub(crate) fn solve(mip: &Mip, limits: MipLimits) -> MipResult {
         abs_gap: 1e-9,
         time_limit: limits.time_limit.map(|t| t.as_secs_f64()),
         log: limits.log,
+        cuts: limits.cuts,
     };
     let solved = match gpucap_mip_cbc::solve(&problem, &limits) {
         Ok(solved) => solved,

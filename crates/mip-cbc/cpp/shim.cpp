@@ -9,7 +9,13 @@
 #include <cmath>
 #include <exception>
 
+#include "CbcHeuristic.hpp"
+#include "CbcHeuristicFPump.hpp"
 #include "CbcModel.hpp"
+#include "CglFlowCover.hpp"
+#include "CglGomory.hpp"
+#include "CglMixedIntegerRounding2.hpp"
+#include "CglProbing.hpp"
 #include "CoinMessageHandler.hpp"
 #include "OsiClpSolverInterface.hpp"
 
@@ -34,7 +40,7 @@ int gpucap_mip_cbc_solve(int num_cols, int num_rows, const int *col_start,
                          const double *objective, const double *row_lower,
                          const double *row_upper, const unsigned char *integer,
                          double rel_gap, double abs_gap, double time_limit,
-                         int log_level, double *solution, double *objective_value,
+                         int log_level, int cuts, double *solution, double *objective_value,
                          double *bound) {
   try {
     OsiClpSolverInterface solver;
@@ -84,6 +90,25 @@ int gpucap_mip_cbc_solve(int num_cols, int num_rows, const int *col_start,
         *bound = *objective_value;
         return GPUCAP_MIP_OPTIMAL;
       }
+    }
+    if (cuts) {
+      // Fixed charges (a cost per purchase) leave the relaxation far from whole: cuts that
+      // know fixed charges (flow cover, mixed-integer rounding) and probing close most of the
+      // gap at the root, and the feasibility pump finds a good plan early. The model copies
+      // each generator and heuristic.
+      CglProbing probing;
+      probing.setUsingObjective(1);
+      model.addCutGenerator(&probing, -1, "Probing");
+      CglFlowCover flow;
+      model.addCutGenerator(&flow, -1, "FlowCover");
+      CglMixedIntegerRounding2 rounding_cuts;
+      model.addCutGenerator(&rounding_cuts, -1, "MixedIntegerRounding2");
+      CglGomory gomory;
+      model.addCutGenerator(&gomory, -1, "Gomory");
+      CbcRounding rounding(model);
+      model.addHeuristic(&rounding);
+      CbcHeuristicFPump pump(model);
+      model.addHeuristic(&pump);
     }
     model.branchAndBound();
     *bound = model.getBestPossibleObjValue();

@@ -39,6 +39,10 @@ pub struct Limits {
     pub time_limit: Option<f64>,
     /// Print Cbc's and Clp's log (on stdout).
     pub log: bool,
+    /// Add Cbc's cut generators (probing, flow cover, mixed-integer rounding, Gomory) and
+    /// heuristics (rounding, feasibility pump) to branch and bound: for models with fixed
+    /// charges, whose relaxation is far from whole. Off, branch and bound is plain.
+    pub cuts: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -90,6 +94,7 @@ unsafe extern "C" {
         abs_gap: c_double,
         time_limit: c_double,
         log_level: c_int,
+        cuts: c_int,
         solution: *mut c_double,
         objective_value: *mut c_double,
         bound: *mut c_double,
@@ -144,6 +149,7 @@ pub fn solve(problem: &Problem<'_>, limits: &Limits) -> Result<Solution, Error> 
             limits.abs_gap,
             limits.time_limit.map_or(0.0, |t| t.max(0.001)),
             c_int::from(limits.log),
+            c_int::from(limits.cuts),
             values.as_mut_ptr(),
             &mut objective,
             &mut bound,
@@ -200,6 +206,7 @@ mod tests {
             abs_gap: 1e-9,
             time_limit: None,
             log: false,
+            cuts: false,
         }
     }
 
