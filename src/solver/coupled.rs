@@ -18,6 +18,13 @@
 //! hourly offers are in a limit are modelled instance by instance (`PoolData::explicit`), as the
 //! least-cost curve without the limit is no longer the second stage's cost.
 //!
+//! Before building that program, each pool of the group is solved alone, without the limits
+//! ([`alone_suffices`]). Dropping constraints can only lower the optimum, so the sum of the
+//! pools' proven optima is a lower bound on the group's; when the plans that reach it also keep
+//! every shared limit in every hour and scenario, they are feasible for the group and therefore
+//! optimal. Only a group whose limits bind pays for the joint program. A pool that cannot be
+//! covered alone cannot be covered with the limits either, so its message stands as it is.
+//!
 //! What the pool preparation leaves out stays exact under shared limits: a purchase larger than
 //! its window's peak only holds more of a limit; an hourly offer in a limit is never taken as
 //! unlimited when dropping offers it would beat; and an unlimited term offer in a limit keeps
@@ -30,7 +37,7 @@ use crate::problem::{OfferKind, Validated};
 use super::PoolOutcome;
 use super::diagnose;
 use super::mip::{self, Mip, MipLimits, MipStatus};
-use super::model::{Mode, PoolModel};
+use super::model::{Mode, PoolModel, PoolPlan};
 use super::pool::{PoolData, Scope};
 
 /// The groups of pool indices that must be solved together: pools joined (transitively) by a
@@ -74,6 +81,72 @@ pub(crate) fn components(v: &Validated) -> Vec<(Vec<usize>, bool)> {
         g.1 |= touched;
     }
     groups
+}
+
+/// Whether the outcomes of solving each pool of a group alone are the group's answer: some pool
+/// cannot be covered (the group cannot be either), or every pool's plan is proven optimal and
+/// together they keep every shared limit (see the module doc).
+pub(crate) fn alone_suffices(v: &Validated, outcomes: &[PoolOutcome]) -> bool {
+    let mut plans = Vec::with_capacity(outcomes.len());
+    for outcome in outcomes {
+        match outcome {
+            PoolOutcome::Short(_) => return true,
+            PoolOutcome::Planned { proven: false, .. } => return false,
+            PoolOutcome::Planned { plan, .. } => plans.push(plan),
+        }
+    }
+    keeps_limits(v, &plans)
+}
+
+/// Whether `plans` together keep every shared limit in every hour of every scenario: a sweep
+/// over the hours where some instance count in a limit changes.
+pub(crate) fn keeps_limits(v: &Validated, plans: &[&PoolPlan]) -> bool {
+    let problem = v.problem();
+    let hours = v.hours();
+    for limit in v.shared_limits() {
+        let weight = |o: usize| {
+            limit
+                .offers
+                .iter()
+                .find(|&&(offer, _)| offer == o)
+                .map(|&(_, w)| i128::from(w))
+        };
+        // Term instances held, the same in every scenario.
+        let mut held: Vec<(u32, i128)> = Vec::new();
+        for plan in plans {
+            for &(o, start, n) in &plan.purchases {
+                if let Some(w) = weight(o) {
+                    let term = problem.offers[o].term_hours.unwrap_or(0);
+                    let end = start.saturating_add(term).min(hours);
+                    held.push((start, w * i128::from(n)));
+                    held.push((end, -w * i128::from(n)));
+                }
+            }
+        }
+        for k in 0..problem.scenarios.len() {
+            let mut events = held.clone();
+            for plan in plans {
+                for (o, segments) in plan.usage.get(k).into_iter().flatten() {
+                    if let Some(w) = weight(*o) {
+                        for s in segments {
+                            events.push((s.from(), w * i128::from(s.value())));
+                            events.push((s.to(), -w * i128::from(s.value())));
+                        }
+                    }
+                }
+            }
+            // Ends before starts at the same hour: an instance ending at h is not in use at h.
+            events.sort_unstable_by_key(|&(h, delta)| (h, delta));
+            let mut level: i128 = 0;
+            for (_, delta) in events {
+                level += delta;
+                if level > i128::from(limit.cap) {
+                    return false;
+                }
+            }
+        }
+    }
+    true
 }
 
 /// Solves the pools of `scopes` (one group of [`components`]) together; one outcome per scope,
@@ -273,5 +346,47 @@ mod tests {
             (p.offer.as_str(), p.start_hour, p.instances, p.pieces),
             ("east/block/2d", 48, 4, 1)
         );
+    }
+
+    #[test]
+    fn pools_alone_answer_a_group_whose_limits_do_not_bind() {
+        let text = include_str!("../../tests/fixtures/problems/shared-quota.json");
+        let mut problem = parse(text, Path::new("shared-quota.json")).expect("parses");
+        for limit in &mut problem.shared_limits {
+            limit.cap = 1_000_000;
+        }
+        let loose = validate(problem.clone()).expect("valid");
+        let alone: Vec<_> = (0..2)
+            .map(|p| {
+                super::super::solve_pool(
+                    &loose,
+                    &crate::solver::pool::Scope::full(p),
+                    &SolveOptions::default(),
+                    None,
+                )
+            })
+            .collect();
+        assert!(super::alone_suffices(&loose, &alone));
+        let solution = solve(&loose, &SolveOptions::default());
+        assert_eq!(solution.status, Status::Optimal);
+        assert!(
+            (solution.expected_cost - 60_480.0).abs() < 1e-6,
+            "{solution:?}"
+        );
+
+        // The example's own quota binds: the plans made alone break it.
+        let tight =
+            validate(parse(text, Path::new("shared-quota.json")).expect("parses")).expect("valid");
+        let alone: Vec<_> = (0..2)
+            .map(|p| {
+                super::super::solve_pool(
+                    &tight,
+                    &crate::solver::pool::Scope::full(p),
+                    &SolveOptions::default(),
+                    None,
+                )
+            })
+            .collect();
+        assert!(!super::alone_suffices(&tight, &alone));
     }
 }

@@ -201,7 +201,17 @@ fn run(v: &Validated, scopes: Vec<Scope>, options: &SolveOptions) -> Outcome {
                             break;
                         };
                         let outcomes = if *limited {
-                            coupled::solve_group(v, group, options, deadline)
+                            // Each pool alone first: when those optima keep every shared
+                            // limit, they are the group's optimum (`coupled::alone_suffices`).
+                            let alone: Vec<PoolOutcome> = group
+                                .iter()
+                                .map(|s| solve_pool(v, s, options, deadline))
+                                .collect();
+                            if coupled::alone_suffices(v, &alone) {
+                                alone
+                            } else {
+                                coupled::solve_group(v, group, options, deadline)
+                            }
                         } else {
                             vec![solve_pool(v, &group[0], options, deadline)]
                         };
