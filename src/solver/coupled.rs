@@ -348,6 +348,20 @@ mod tests {
         );
     }
 
+    /// Every pool of `v` solved by itself, as `run` does before a joint program.
+    fn each_pool_alone(v: &crate::problem::Validated) -> Vec<super::PoolOutcome> {
+        (0..v.problem().pools.len())
+            .map(|p| {
+                crate::solver::solve_pool(
+                    v,
+                    &crate::solver::pool::Scope::full(p),
+                    &SolveOptions::default(),
+                    None,
+                )
+            })
+            .collect()
+    }
+
     #[test]
     fn pools_alone_answer_a_group_whose_limits_do_not_bind() {
         let text = include_str!("../../tests/fixtures/problems/shared-quota.json");
@@ -356,17 +370,7 @@ mod tests {
             limit.cap = 1_000_000;
         }
         let loose = validate(problem.clone()).expect("valid");
-        let alone: Vec<_> = (0..2)
-            .map(|p| {
-                super::super::solve_pool(
-                    &loose,
-                    &crate::solver::pool::Scope::full(p),
-                    &SolveOptions::default(),
-                    None,
-                )
-            })
-            .collect();
-        assert!(super::alone_suffices(&loose, &alone));
+        assert!(super::alone_suffices(&loose, &each_pool_alone(&loose)));
         let solution = solve(&loose, &SolveOptions::default());
         assert_eq!(solution.status, Status::Optimal);
         assert!(
@@ -377,16 +381,6 @@ mod tests {
         // The example's own quota binds: the plans made alone break it.
         let tight =
             validate(parse(text, Path::new("shared-quota.json")).expect("parses")).expect("valid");
-        let alone: Vec<_> = (0..2)
-            .map(|p| {
-                super::super::solve_pool(
-                    &tight,
-                    &crate::solver::pool::Scope::full(p),
-                    &SolveOptions::default(),
-                    None,
-                )
-            })
-            .collect();
-        assert!(!super::alone_suffices(&tight, &alone));
+        assert!(!super::alone_suffices(&tight, &each_pool_alone(&tight)));
     }
 }
