@@ -58,16 +58,20 @@ impl MotoS3 {
             port,
             bucket: bucket.to_string(),
         };
+        // Ready once it answers HTTP: a listening socket alone is not enough, as the server may
+        // still reset the first connections while it starts. moto's server accepts unsigned
+        // requests: a plain PUT makes the bucket.
         let deadline = Instant::now() + Duration::from_secs(60);
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                Instant::now() < deadline,
-                "moto_server did not listen on 127.0.0.1:{port} within 60 s"
-            );
+        let (status, body) = loop {
+            match moto.try_http("PUT", &format!("/{bucket}"), "") {
+                Ok(answer) => break answer,
+                Err(e) => assert!(
+                    Instant::now() < deadline,
+                    "moto_server did not answer on 127.0.0.1:{port} within 60 s: {e}"
+                ),
+            }
             std::thread::sleep(Duration::from_millis(100));
-        }
-        // moto's server accepts unsigned requests: a plain PUT makes the bucket.
-        let (status, body) = moto.http("PUT", &format!("/{bucket}"), "");
+        };
         assert_eq!(status, 200, "creating bucket {bucket} in moto: {body}");
         moto
     }
@@ -94,23 +98,27 @@ impl MotoS3 {
     }
 
     fn http(&self, method: &str, path: &str, body: &str) -> (u16, String) {
-        let mut s = TcpStream::connect(("127.0.0.1", self.port)).expect("connect to moto");
+        self.try_http(method, path, body)
+            .unwrap_or_else(|e| panic!("{method} {path} to moto: {e}"))
+    }
+
+    fn try_http(&self, method: &str, path: &str, body: &str) -> std::io::Result<(u16, String)> {
+        let mut s = TcpStream::connect(("127.0.0.1", self.port))?;
         s.set_read_timeout(Some(Duration::from_secs(30))).ok();
         write!(
             s,
             "{method} {path} HTTP/1.0\r\nHost: 127.0.0.1:{}\r\nContent-Length: {}\r\n\r\n{body}",
             self.port,
             body.len()
-        )
-        .expect("write to moto");
+        )?;
         let mut out = String::new();
-        s.read_to_string(&mut out).expect("read moto's answer");
+        s.read_to_string(&mut out)?;
         let (head, body) = out.split_once("\r\n\r\n").unwrap_or((&out, ""));
         let status = head
             .split_whitespace()
             .nth(1)
             .and_then(|c| c.parse().ok())
             .unwrap_or(0);
-        (status, body.to_string())
+        Ok((status, body.to_string()))
     }
 }
