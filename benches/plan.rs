@@ -1,8 +1,8 @@
 //! The planning benchmark: `gpucap plan` on a generated quarter of many campaigns (10,000 by
 //! default) on the quickstart's pools, scenarios and built-in prices
 //! (`support/campaigns.rs`). Each size runs in a fresh process that is the real command line
-//! (`gpucap --config … plan -o plan.json`), so its wall time and peak memory are the command's
-//! own; the table also shows the problem's size estimate and the plan's expected cost.
+//! (`gpucap --config … plan -o plan.json`), so its wall time, CPU time and peak memory are the
+//! command's own; the table also shows the problem's size estimate and the plan's expected cost.
 //!
 //! ```sh
 //! cargo bench --bench plan                          # 1,000, 2,000 and 10,000 campaigns
@@ -19,18 +19,19 @@ use std::time::Instant;
 
 const SEED: u64 = 15;
 
-/// Set in the child: where it writes its peak memory after running the command line it got.
+/// Set in the child: where it writes its peak memory and CPU time after running the command line it got.
 const REPORT_ENV: &str = "GPUCAP_BENCH_PLAN_REPORT";
 
 fn main() {
     if let Some(report) = std::env::var_os(REPORT_ENV) {
         // The child: argv is exactly `gpucap`'s.
         let code = gpucap::cli::main();
-        std::fs::write(
-            report,
-            peak_rss_mb().map_or(String::new(), |m| format!("{m:.1}")),
-        )
-        .expect("write the child's report");
+        let figures = format!(
+            "{} {}",
+            peak_rss_mb().map_or("—".into(), |m| format!("{m:.0}")),
+            cpu_seconds().map_or("—".into(), |c| format!("{c:.2}"))
+        );
+        std::fs::write(report, figures).expect("write the child's report");
         std::process::exit(if code == std::process::ExitCode::SUCCESS {
             0
         } else {
@@ -53,21 +54,24 @@ fn main() {
         }
     }
     println!("machine: {}", machine());
-    println!("| campaigns | gpucap plan s | peak MB | problem size | expected cost | status |");
-    println!("|---:|---:|---:|---:|---:|---|");
+    println!(
+        "| campaigns | gpucap plan s (wall) | CPU s | peak MB | problem size | expected cost | status |"
+    );
+    println!("|---:|---:|---:|---:|---:|---:|---|");
     for n in sizes {
         let dir = tempfile::tempdir().expect("a temporary directory");
         let config = campaigns::write_project(dir.path(), n, SEED);
         let row = run(dir.path(), &config, &extra);
         println!(
-            "| {n} | {:.2} | {} | {} | {} | {} |",
-            row.seconds, row.peak_mb, row.size, row.cost, row.status
+            "| {n} | {:.2} | {} | {} | {} | {} | {} |",
+            row.seconds, row.cpu, row.peak_mb, row.size, row.cost, row.status
         );
     }
 }
 
 struct Row {
     seconds: f64,
+    cpu: String,
     peak_mb: String,
     size: String,
     cost: String,
@@ -106,9 +110,12 @@ fn run(dir: &Path, config: &Path, extra: &[String]) -> Row {
         .map(|v| gpucap::problem::size::estimate(&v).total.to_string())
         .unwrap_or_else(|e| format!("invalid: {e}"));
     let solution = &plan["solution"];
+    let figures = std::fs::read_to_string(&report).unwrap_or_default();
+    let mut figures = figures.split_whitespace().map(str::to_string);
     Row {
         seconds,
-        peak_mb: std::fs::read_to_string(&report).unwrap_or_default(),
+        peak_mb: figures.next().unwrap_or_default(),
+        cpu: figures.next().unwrap_or_default(),
         size,
         cost: solution["expected_cost"]
             .as_f64()
@@ -123,6 +130,16 @@ fn peak_rss_mb() -> Option<f64> {
     let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
     let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kb / 1024.0)
+}
+
+/// The process's CPU time, user and system (Linux: /proc/self/stat, in the kernel's fixed
+/// 100 ticks per second for user space).
+fn cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the command name, which is in parentheses and may hold spaces.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i)?.parse::<f64>().ok();
+    Some((ticks(11)? + ticks(12)?) / 100.0)
 }
 
 fn machine() -> String {
