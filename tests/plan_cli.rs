@@ -2,8 +2,11 @@
 //! built-in snapshot; the emitted problem re-solved gives the plan's cost; the actions are the
 //! solution; the baselines are the restricted problems solved; costs add up every way they are
 //! split; the budget-denied and approval examples gate as documented; bad input exits 2;
-//! re-planning the same need on another day keeps its action ids.
+//! re-planning the same need on another day keeps its action ids; a generated quarter of 2,000
+//! campaigns is accepted and planned.
 
+#[path = "../benches/support/campaigns.rs"]
+mod campaigns;
 #[path = "support/data.rs"]
 mod data;
 mod solver_check;
@@ -918,5 +921,33 @@ fn local_inputs_now_match_the_plans_and_name_what_changed_since() {
             "policy policies/acme/extra.rego was added".to_string(),
             format!("state {state_name} was removed"),
         ]
+    );
+}
+
+#[test]
+fn a_generated_quarter_of_two_thousand_campaigns_is_accepted_and_planned() {
+    // The benchmark's generator (`cargo bench --bench plan` runs 10,000): the quickstart's
+    // pools and prices, 2,000 campaigns of 8 to 512 GPUs over hours to weeks.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = campaigns::write_project(dir.path(), 2_000, 15);
+    let out = dir.path().join("plan.json");
+    let r = gpucap_at(
+        "2027-01-01T00:00:00Z",
+        &config,
+        &["-o", out.to_str().expect("utf-8 path")],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(!r.stderr.contains("too large"), "{}", r.stderr);
+    let plan: Plan =
+        serde_json::from_str(&std::fs::read_to_string(&out).expect("the plan")).expect("a plan");
+    assert_eq!(plan.campaigns.len(), 2_000);
+    assert_eq!(plan.solution.status, "optimal");
+    assert!(plan.solution.expected_cost > 0.0);
+    assert!(
+        plan.actions
+            .iter()
+            .any(|a| a.kind == ActionKind::PurchaseCapacityBlock),
+        "a quarter this busy buys capacity blocks: {:?}",
+        plan.actions.iter().map(|a| &a.kind).collect::<Vec<_>>()
     );
 }

@@ -123,7 +123,7 @@ impl<'a> PoolModel<'a> {
         };
         let explicit = data.explicit && mode == Mode::Cost;
         let step = data.terms.iter().map(|t| t.gpus / unit).fold(0, gcd).max(1) as u64;
-        let mut curves: HashMap<(usize, u64, u64), Rc<Curve>> = HashMap::new();
+        let mut curves = Curves::default();
         for (j, term) in term_expr.iter().enumerate() {
             let demand = (0..data.scenarios()).any(|k| data.total[k][j] > 0);
             if !demand {
@@ -151,13 +151,7 @@ impl<'a> PoolModel<'a> {
             let scenario_curves: Vec<Option<Rc<Curve>>> = (0..data.scenarios())
                 .map(|k| {
                     let (f, d) = data.units(k, j);
-                    (d > 0).then(|| {
-                        let recourse = &model.recourse[k];
-                        curves
-                            .entry((k, f, d))
-                            .or_insert_with(|| Rc::new(curve(recourse, f, d, step)))
-                            .clone()
-                    })
+                    (d > 0).then(|| curves.get(k, f, d, || curve(&model.recourse[k], f, d, step)))
                 })
                 .collect();
             let needed = scenario_curves
@@ -365,6 +359,35 @@ impl<'a> PoolModel<'a> {
             }
         }
         out
+    }
+}
+
+/// The curves already made, by scenario, firm and all units: segments that differ only by a
+/// term window have the same demand, and so the same curve. Past [`Curves::MAX_VALUES`] values
+/// the cache starts over, so a pool whose demand changes every hour (thousands of segments with
+/// thousands of term levels each) holds one segment's curves at a time, not all of them.
+#[derive(Default)]
+struct Curves {
+    map: HashMap<(usize, u64, u64), Rc<Curve>>,
+    values: usize,
+}
+
+impl Curves {
+    /// 4 million values, 32 MB: far more than any pool with few demand changes needs.
+    const MAX_VALUES: usize = 1 << 22;
+
+    fn get(&mut self, k: usize, f: u64, d: u64, make: impl FnOnce() -> Curve) -> Rc<Curve> {
+        if let Some(c) = self.map.get(&(k, f, d)) {
+            return c.clone();
+        }
+        let c = Rc::new(make());
+        if self.values + c.values.len() > Self::MAX_VALUES {
+            self.map.clear();
+            self.values = 0;
+        }
+        self.values += c.values.len();
+        self.map.insert((k, f, d), c.clone());
+        c
     }
 }
 

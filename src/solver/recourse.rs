@@ -23,6 +23,9 @@ struct Cover {
     parts: Vec<(usize, u32, usize, f64)>,
     /// `taken[i]`: bit z set when part i is in the best cover of z.
     taken: Vec<Vec<u64>>,
+    /// The most units the limits let it cover: `cost` is finite exactly on `0..=reach` (it
+    /// never decreases, as covering more is never cheaper).
+    reach: usize,
 }
 
 impl Cover {
@@ -55,7 +58,13 @@ impl Cover {
             }
             taken.push(bits);
         }
-        Cover { cost, parts, taken }
+        let reach = cost.iter().rposition(|c| c.is_finite()).unwrap_or(0);
+        Cover {
+            cost,
+            parts,
+            taken,
+            reach,
+        }
     }
 
     /// Instances per offer index in the best cover of `z` units.
@@ -97,11 +106,16 @@ impl Recourse {
     }
 
     /// The best split `(on-demand units, cost)` for firm `f` and all `d` units (`f ≤ d`), or
-    /// `None` when the limits cannot cover them.
+    /// `None` when the limits cannot cover them. Only splits where both covers are finite are
+    /// tried (on-demand `z ≤ reach`, spot `d - z ≤ reach`): the others cost infinity, so the
+    /// minimum and the first split attaining it are those of the whole range `f..=d`. Without
+    /// spot offers that is one split, not `d - f + 1`.
     fn best(&self, f: u64, d: u64) -> Option<(usize, f64)> {
         let (f, d) = (f as usize, d as usize);
+        let from = f.max(d.saturating_sub(self.spot.reach));
+        let to = d.min(self.on_demand.reach);
         let mut best: Option<(usize, f64)> = None;
-        for z in f..=d {
+        for z in from..=to {
             let c = self.on_demand.cost[z] + self.spot.cost[d - z];
             if c < best.map_or(f64::INFINITY, |b| b.1) {
                 best = Some((z, c));

@@ -1,0 +1,156 @@
+//! The planning benchmark: `gpucap plan` on a generated quarter of many campaigns (10,000 by
+//! default) on the quickstart's pools, scenarios and built-in prices
+//! (`support/campaigns.rs`). Each size runs in a fresh process that is the real command line
+//! (`gpucap --config … plan -o plan.json`), so its wall time, CPU time and peak memory are the
+//! command's own; the table also shows the problem's size estimate and the plan's expected cost.
+//!
+//! ```sh
+//! cargo bench --bench plan                          # 1,000, 2,000 and 10,000 campaigns
+//! cargo bench --bench plan -- --campaigns 10000     # one size
+//! cargo bench --bench plan -- --max-problem-size N  # passed to `gpucap plan`
+//! ```
+
+#[path = "support/campaigns.rs"]
+mod campaigns;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Instant;
+
+const SEED: u64 = 15;
+
+/// Set in the child: where it writes its peak memory and CPU time after running the command line it got.
+const REPORT_ENV: &str = "GPUCAP_BENCH_PLAN_REPORT";
+
+fn main() {
+    if let Some(report) = std::env::var_os(REPORT_ENV) {
+        // The child: argv is exactly `gpucap`'s.
+        let code = gpucap::cli::main();
+        let figures = format!(
+            "{} {}",
+            peak_rss_mb().map_or("—".into(), |m| format!("{m:.0}")),
+            cpu_seconds().map_or("—".into(), |c| format!("{c:.2}"))
+        );
+        std::fs::write(report, figures).expect("write the child's report");
+        std::process::exit(if code == std::process::ExitCode::SUCCESS {
+            0
+        } else {
+            1
+        });
+    }
+    let mut sizes = vec![1_000, 2_000, 10_000];
+    let mut extra = Vec::new();
+    let mut it = std::env::args().skip(1);
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--campaigns" => {
+                let n = it.next().and_then(|s| s.parse().ok());
+                sizes = vec![n.expect("--campaigns N")];
+            }
+            "--max-problem-size" => {
+                extra = vec![a, it.next().expect("--max-problem-size N")];
+            }
+            _ => {} // `--bench` and filters cargo passes
+        }
+    }
+    println!("machine: {}", machine());
+    println!(
+        "| campaigns | gpucap plan s (wall) | CPU s | peak MB | problem size | expected cost | status |"
+    );
+    println!("|---:|---:|---:|---:|---:|---:|---|");
+    for n in sizes {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let config = campaigns::write_project(dir.path(), n, SEED);
+        let row = run(dir.path(), &config, &extra);
+        println!(
+            "| {n} | {:.2} | {} | {} | {} | {} | {} |",
+            row.seconds, row.cpu, row.peak_mb, row.size, row.cost, row.status
+        );
+    }
+}
+
+struct Row {
+    seconds: f64,
+    cpu: String,
+    peak_mb: String,
+    size: String,
+    cost: String,
+    status: String,
+}
+
+/// `gpucap plan` on `config` in a fresh process.
+fn run(dir: &Path, config: &Path, extra: &[String]) -> Row {
+    let exe = std::env::current_exe().expect("the benchmark executable");
+    let report = dir.join("peak");
+    let plan = dir.join("plan.json");
+    let problem = dir.join("problem.json");
+    let started = Instant::now();
+    let out = Command::new(exe)
+        .env(REPORT_ENV, &report)
+        .args(["-q", "--config"])
+        .arg(config)
+        .args(["plan", "--now", "2027-01-01T00:00:00Z", "-o"])
+        .arg(&plan)
+        .arg("--emit-problem")
+        .arg(&problem)
+        .args(extra)
+        .output()
+        .expect("run gpucap plan");
+    let seconds = started.elapsed().as_secs_f64();
+    assert!(
+        out.status.success(),
+        "gpucap plan failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let plan: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&plan).expect("the plan")).expect("plan JSON");
+    let problem = std::fs::read_to_string(&problem).expect("the problem");
+    let problem = gpucap::problem::parse(&problem, Path::new("problem.json")).expect("parses");
+    let size = gpucap::problem::validate(problem)
+        .map(|v| gpucap::problem::size::estimate(&v).total.to_string())
+        .unwrap_or_else(|e| format!("invalid: {e}"));
+    let solution = &plan["solution"];
+    let figures = std::fs::read_to_string(&report).unwrap_or_default();
+    let mut figures = figures.split_whitespace().map(str::to_string);
+    Row {
+        seconds,
+        peak_mb: figures.next().unwrap_or_default(),
+        cpu: figures.next().unwrap_or_default(),
+        size,
+        cost: solution["expected_cost"]
+            .as_f64()
+            .map_or("—".into(), |c| format!("{c:.0}")),
+        status: solution["status"].as_str().unwrap_or("—").to_string(),
+    }
+}
+
+/// The process's peak resident memory (Linux: `VmHWM` in /proc/self/status).
+fn peak_rss_mb() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb / 1024.0)
+}
+
+/// The process's CPU time, user and system (Linux: /proc/self/stat, in the kernel's fixed
+/// 100 ticks per second for user space).
+fn cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the command name, which is in parentheses and may hold spaces.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i)?.parse::<f64>().ok();
+    Some((ticks(11)? + ticks(12)?) / 100.0)
+}
+
+fn machine() -> String {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|c| {
+            c.lines()
+                .find(|l| l.starts_with("model name"))
+                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    format!("{cpu}, {cores} cores")
+}
