@@ -1,18 +1,22 @@
 //! How big a problem is for the solver, estimated before solving, so that a problem that would
 //! take gigabytes and hours is refused with what makes it large, not started.
 //!
-//! The solver's work grows, per pool and scenario, with its tables of the second stage: for
-//! each timeline segment (where demand changes, where terms may start or end) the least hourly
-//! cost at every term level (the peak demand in steps of the term sizes' common divisor), each
-//! found by trying every split between on-demand and spot that the spot offers' limits allow;
-//! and one covering table per kind over the demand levels (the peak in units of the smallest
-//! instance size) and offers. A pool without term offers has no model: the tables and one cost
-//! per segment. The estimate multiplies exactly those; it bounds the table work rather than
-//! predicting the time, and on the safe side (measured on 2 cores, release build: a quarter of
-//! 10,000 campaigns on the quickstart's pools is 14 million and plans in about 2 s of CPU;
-//! single pools with hourly demand changes at 36 and 66 million solved in under a second).
+//! The solver's work grows, per pool and scenario, with its tables of the second stage: one
+//! covering table per kind over the demand levels (the peak in units of the smallest instance
+//! size) and offers; the best split between on-demand and spot at every demand level without
+//! firm demand, each trying the splits spot's limits allow; and for each distinct demand of a
+//! timeline segment (where demand changes, where terms may start or end) a curve of least hourly
+//! costs over its term levels (steps of the term sizes' common divisor), where the levels below
+//! the firm demand try the splits again (at most the flex units, as firm demand is on-demand
+//! only) and those above it read the table. The model then holds one value per segment and term
+//! level. A pool without term offers has no model: the tables and one cost per segment. The
+//! estimate adds exactly those steps; it bounds the work rather than predicting the time, on the
+//! safe side (the solver stops trying splits once on-demand alone costs more than the best
+//! found). Measured figures are beside [`MAX_PROBLEM_SIZE`].
 
 use std::collections::BTreeSet;
+
+use super::validate::PoolSegments;
 
 use super::{OfferKind, Validated};
 use crate::diagnostic::{InputError, Location};
@@ -47,6 +51,59 @@ fn gcd(a: u64, b: u64) -> u64 {
     if b == 0 { a } else { gcd(b, a % b) }
 }
 
+/// The most GPUs the segments ask for at one hour. Segments may overlap in a problem file, so
+/// they are summed per hour through their breakpoints.
+fn peak_of<'a>(segments: impl Iterator<Item = &'a crate::problem::Segment>) -> u64 {
+    let mut delta: std::collections::BTreeMap<u32, i64> = Default::default();
+    for s in segments {
+        *delta.entry(s.from()).or_default() += i64::from(s.value());
+        *delta.entry(s.to()).or_default() -= i64::from(s.value());
+    }
+    let mut level = 0i64;
+    let mut peak = 0u64;
+    for change in delta.values() {
+        level += change;
+        peak = peak.max(level.max(0) as u64);
+    }
+    peak
+}
+
+/// The distinct `(firm, all)` GPUs asked for in the segments between consecutive `breaks` (every
+/// demand change is a break).
+fn segment_demands(d: &PoolSegments, breaks: &BTreeSet<u32>) -> BTreeSet<(u64, u64)> {
+    let mut changes: std::collections::BTreeMap<u32, (i64, i64)> = Default::default();
+    for (s, firm) in d
+        .firm
+        .iter()
+        .map(|s| (s, true))
+        .chain(d.flex.iter().map(|s| (s, false)))
+    {
+        let v = i64::from(s.value());
+        let (f, a) = changes.entry(s.from()).or_default();
+        *a += v;
+        if firm {
+            *f += v;
+        }
+        let (f, a) = changes.entry(s.to()).or_default();
+        *a -= v;
+        if firm {
+            *f -= v;
+        }
+    }
+    let (mut firm, mut all) = (0i64, 0i64);
+    let mut changes = changes.into_iter().peekable();
+    let mut seen = BTreeSet::new();
+    for &start in breaks.iter().take(breaks.len().saturating_sub(1)) {
+        while let Some((_, (f, a))) = changes.next_if(|(t, _)| *t <= start) {
+            firm += f;
+            all += a;
+        }
+        let firm = firm.max(0) as u64;
+        seen.insert((firm, (all.max(0) as u64).max(firm)));
+    }
+    seen
+}
+
 /// Estimates the size of a validated problem.
 pub fn estimate(v: &Validated) -> Size {
     let problem = v.problem();
@@ -59,21 +116,15 @@ pub fn estimate(v: &Validated) -> Size {
         .map(|(p, id)| {
             let mut breaks: BTreeSet<u32> = BTreeSet::from([0, hours]);
             let mut peak = 0u64;
+            let mut flex_peak = 0u64;
             for k in 0..problem.scenarios.len() {
                 let d = v.demand(k, p);
-                // Segments may overlap in a problem file: sum them per hour through breakpoints.
-                let mut delta: std::collections::BTreeMap<u32, i64> = Default::default();
                 for s in d.firm.iter().chain(&d.flex) {
                     breaks.insert(s.from());
                     breaks.insert(s.to());
-                    *delta.entry(s.from()).or_default() += i64::from(s.value());
-                    *delta.entry(s.to()).or_default() -= i64::from(s.value());
                 }
-                let mut level = 0i64;
-                for change in delta.values() {
-                    level += change;
-                    peak = peak.max(level.max(0) as u64);
-                }
+                peak = peak.max(peak_of(d.firm.iter().chain(&d.flex)));
+                flex_peak = flex_peak.max(peak_of(d.flex.iter()));
             }
             let mut unit = 0u64;
             let mut term_unit = 0u64;
@@ -111,18 +162,38 @@ pub fn estimate(v: &Validated) -> Size {
             let unit = unit.max(1);
             let segments = breaks.len().saturating_sub(1) as u64;
             let levels = peak / unit + 1;
-            // The on-demand/spot splits tried for one cost: one more than the spot units.
-            let splits = spot.min(peak) / unit + 1;
+            // The covering tables: one per kind over the demand levels and offers.
             let tables = scenarios.saturating_mul(levels.saturating_mul(offers.max(1)));
-            // With term offers, one least cost per segment and term level; without, one per
-            // segment.
-            let costs = if term_starts > 0 {
-                segments.saturating_mul(peak / term_unit.max(1) + 1)
+            let work = if term_starts > 0 {
+                // The model: one least cost per segment and term level.
+                let model = segments.saturating_mul(peak / term_unit.max(1) + 1);
+                // Its costs: per scenario, the best on-demand/spot split for every demand level
+                // without firm demand, each trying the splits spot's reach allows; then one curve
+                // per distinct (firm, all) demand of a segment, whose term levels below the firm
+                // demand each try the splits (at most the flex units: firm is on-demand only)
+                // and whose levels above it read that table.
+                let term_unit = term_unit.max(1);
+                let no_firm = levels.saturating_mul(spot.min(peak) / unit + 1);
+                let curves = (0..problem.scenarios.len())
+                    .map(|k| {
+                        segment_demands(v.demand(k, p), &breaks)
+                            .into_iter()
+                            .map(|(firm, all)| {
+                                let splits = spot.min(all - firm) / unit + 1;
+                                (firm / term_unit + 1)
+                                    .saturating_mul(splits)
+                                    .saturating_add((all - firm) / term_unit)
+                            })
+                            .fold(no_firm, u64::saturating_add)
+                    })
+                    .fold(0u64, u64::saturating_add);
+                scenarios.saturating_mul(model).saturating_add(curves)
             } else {
-                segments
+                // No model: one least cost per segment, each trying the splits.
+                let splits = spot.min(flex_peak) / unit + 1;
+                scenarios.saturating_mul(segments.saturating_mul(splits))
             };
-            let size =
-                tables.saturating_add(scenarios.saturating_mul(costs).saturating_mul(splits));
+            let size = tables.saturating_add(work);
             PoolSize {
                 pool: id.clone(),
                 segments,
@@ -245,17 +316,26 @@ mod tests {
 
     #[test]
     fn the_estimate_counts_term_levels_not_gpus() {
-        // 2,000 GPUs every hour against 8-GPU terms: 251 term levels per segment.
+        // 2,000 or 2,001 GPUs every hour against 8-GPU terms: 251 term levels. The covering
+        // tables (two offers), the model (every segment), the splits without firm demand (one
+        // each: no spot), and the two distinct demands' curves.
         let size = estimate(&problem(1, 24, 2_000, 1));
         let pool = &size.pools[0];
         assert_eq!(pool.segments, 2184);
-        assert_eq!(pool.size, 251 * 2 + 2184 * 251);
+        assert_eq!(pool.size, 251 * 2 + 2184 * 251 + 251 + 2 * 251);
         assert!(check(&problem(1, 24, 2_000, 1), None).is_ok());
     }
 
     #[test]
-    fn hourly_demand_changes_at_a_million_gpus_are_refused_naming_the_pool() {
-        let e = check(&problem(1, 24, 1_000_000, 1), None).expect_err("too large");
+    fn hourly_demand_changes_at_a_million_gpus_are_counted_by_term_level() {
+        // 125,001 term levels in each of 2,184 segments: the model's values.
+        let size = estimate(&problem(1, 24, 1_000_000, 1));
+        assert!(size.total > 2184 * 125_000, "{size:?}");
+        assert!(
+            size.total < MAX_PROBLEM_SIZE,
+            "it solves in about a second: {size:?}"
+        );
+        let e = check(&problem(1, 24, 1_000_000, 1), Some(100_000_000)).expect_err("too large");
         assert!(e.to_string().contains("too large to solve"), "{e}");
         assert!(e.to_string().contains("`h100`"), "{e}");
     }

@@ -84,6 +84,10 @@ pub(crate) struct Recourse {
     on_demand: Cover,
     spot: Cover,
     offers: usize,
+    /// `no_firm[d]`: the best split for no firm and `d` units. The term levels of every segment
+    /// above its firm demand ask for exactly these, so they are found once per scenario, not
+    /// once per segment and level.
+    no_firm: Vec<Option<(usize, f64)>>,
 }
 
 impl Recourse {
@@ -98,11 +102,14 @@ impl Recourse {
                 .filter(|(_, o)| o.kind == kind)
                 .collect::<Vec<_>>()
         };
-        Recourse {
+        let mut recourse = Recourse {
             on_demand: Cover::new(&of(crate::problem::OfferKind::OnDemand), unit, max_units),
             spot: Cover::new(&of(crate::problem::OfferKind::Spot), unit, max_units),
             offers: offers.len(),
-        }
+            no_firm: Vec::new(),
+        };
+        recourse.no_firm = (0..=max_units).map(|d| recourse.search(0, d)).collect();
+        recourse
     }
 
     /// The best split `(on-demand units, cost)` for firm `f` and all `d` units (`f ≤ d`), or
@@ -112,10 +119,32 @@ impl Recourse {
     /// spot offers that is one split, not `d - f + 1`.
     fn best(&self, f: u64, d: u64) -> Option<(usize, f64)> {
         let (f, d) = (f as usize, d as usize);
+        match self.no_firm.get(d) {
+            Some(&best) if f == 0 => best,
+            _ => self.search(f, d),
+        }
+    }
+
+    /// [`Recourse::best`], searched.
+    fn search(&self, f: usize, d: usize) -> Option<(usize, f64)> {
         let from = f.max(d.saturating_sub(self.spot.reach));
         let to = d.min(self.on_demand.reach);
         let mut best: Option<(usize, f64)> = None;
+        if from > to {
+            return None;
+        }
+        // Both covers never decrease, so no split past `z` costs less than on-demand's cost at
+        // `z` plus spot's least (at the smallest spot share, `d - to`): once that reaches the
+        // best found, the rest of the range cannot improve on it. With spot cheaper than
+        // on-demand, the best split is near the most spot and the loop ends soon after.
+        // (The margin keeps a rounding difference in the sums from ending it early.)
+        let spot_floor = self.spot.cost[d - to];
         for z in from..=to {
+            if let Some((_, b)) = best
+                && self.on_demand.cost[z] + spot_floor > b + 1e-9 * (1.0 + b.abs())
+            {
+                break;
+            }
             let c = self.on_demand.cost[z] + self.spot.cost[d - z];
             if c < best.map_or(f64::INFINITY, |b| b.1) {
                 best = Some((z, c));
