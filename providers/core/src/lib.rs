@@ -24,6 +24,8 @@ pub mod error;
 pub mod instance_types;
 pub mod objects;
 pub mod provider;
+pub mod purchase_rules;
+pub mod quotas;
 pub mod retry;
 pub mod skypilot;
 pub mod snapshot;
