@@ -66,6 +66,9 @@ fn random_offer(rng: &mut Rng, id: String, pool: &str, hours: u32) -> Offer {
         term_hours: None,
         starts: None,
         max_instances,
+        min_purchase_instances: None,
+        max_purchase_instances: None,
+        cost_per_purchase: None,
     };
     match kind {
         OfferKind::Spot => offer.overhead = Some(rng.below(30) as f64 / 100.0),
@@ -213,6 +216,7 @@ fn random_problem(seed: u64) -> Problem {
         offers,
         scenarios,
         budget,
+        shared_limits: Vec::new(),
     }
 }
 

@@ -257,6 +257,9 @@ fn offers(shape: &Shape, pool: usize, count: usize, rng: &mut Rng) -> Vec<Offer>
                 term_hours: None,
                 starts: None,
                 max_instances: None,
+                min_purchase_instances: None,
+                max_purchase_instances: None,
+                cost_per_purchase: None,
             };
             let id = |what: String| format!("{}/r{region}/{what}", prices.name);
             match template {
@@ -491,5 +494,6 @@ pub fn generate(shape: &Shape) -> Problem {
         offers: offers_all,
         scenarios,
         budget: None,
+        shared_limits: Vec::new(),
     }
 }

@@ -161,6 +161,9 @@ pub fn build(
                         term_hours: None,
                         starts: None,
                         max_instances: o.max_instances,
+                        min_purchase_instances: None,
+                        max_purchase_instances: None,
+                        cost_per_purchase: None,
                     },
                     info(None, 0.0),
                 ),
@@ -179,6 +182,9 @@ pub fn build(
                             term_hours: None,
                             starts: None,
                             max_instances: Some(spot::usable_instances(&figures, o)),
+                            min_purchase_instances: None,
+                            max_purchase_instances: None,
+                            cost_per_purchase: None,
                         },
                         info(None, overhead),
                     );
@@ -210,6 +216,9 @@ pub fn build(
                                 term_hours: Some(choice.cover_hours),
                                 starts: Some(Starts::List(choice.starts.clone())),
                                 max_instances: o.max_instances,
+                                min_purchase_instances: None,
+                                max_purchase_instances: None,
+                                cost_per_purchase: None,
                             },
                             info(Some(choice), 0.0),
                         );
@@ -255,6 +264,7 @@ pub fn build(
         offers: problem_offers,
         scenarios: doc.scenarios,
         budget: None,
+        shared_limits: Vec::new(),
     };
     Ok(Planned {
         problem,
@@ -319,6 +329,9 @@ fn existing_offer(
         term_hours: Some(to - from),
         starts: Some(Starts::List(vec![from])),
         max_instances: Some(e.instances),
+        min_purchase_instances: None,
+        max_purchase_instances: None,
+        cost_per_purchase: None,
     };
     let info = OfferInfo {
         pool: pool.id.clone(),

@@ -1,12 +1,16 @@
-//! The `gpucap.problem/v1` and `gpucap.solution/v1` documents (`docs/problem-v1.md`):
-//! the contract between the planner, which builds a problem from demand and offers, and the
-//! solver, which answers it. Plain serde types; unknown fields are rejected on input.
+//! The `gpucap.problem/v1` and `/v2` documents and their solutions (`docs/problem-v1.md`,
+//! `docs/problem-v2.md`): the contract between the planner, which builds a problem from demand
+//! and offers, and the solver, which answers it. Plain serde types; unknown fields are rejected
+//! on input. v2 adds shared limits (a cap on a weighted sum of instances in use across offers
+//! and pools, such as a cloud quota) and purchase pieces (a per-purchase minimum, maximum and
+//! fixed cost on term offers); a v1 document may not use them.
 //!
 //! [`parse`] reads a problem from JSON text (syntax and type errors carry the line, column and
 //! field path); [`validate`] checks every rule of the spec and returns a [`Validated`] problem,
 //! the only form the solver accepts.
 
 mod parse;
+pub mod pieces;
 pub mod size;
 pub mod validate;
 
@@ -17,10 +21,15 @@ use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
 
 pub use parse::parse;
+pub use pieces::split_purchase;
 pub use validate::{Validated, validate};
 
 pub const PROBLEM_SCHEMA: &str = "gpucap.problem/v1";
 pub const SOLUTION_SCHEMA: &str = "gpucap.solution/v1";
+/// The problem with shared limits and purchase pieces (`docs/problem-v2.md`).
+pub const PROBLEM_SCHEMA_V2: &str = "gpucap.problem/v2";
+/// The answer to a v2 problem: purchases also say how many pieces they are made of.
+pub const SOLUTION_SCHEMA_V2: &str = "gpucap.solution/v2";
 
 /// `[from, to, value]`: `value` (GPUs or instances) in every hour `from <= t < to`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -178,6 +187,43 @@ pub struct Offer {
     /// Instances in use in any one hour; `None` (JSON `null` or absent) is no limit.
     #[serde(default)]
     pub max_instances: Option<u32>,
+    /// v2, `term` only: the fewest instances one piece of a purchase may have. Default 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_purchase_instances: Option<u32>,
+    /// v2, `term` only: the most instances one piece of a purchase may have (a cloud's
+    /// per-request maximum). Default no limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_purchase_instances: Option<u32>,
+    /// v2, `term` only: USD paid once per piece bought (the work of making a purchase).
+    /// Default 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_per_purchase: Option<f64>,
+}
+
+impl Offer {
+    /// Whether the offer uses any v2-only field.
+    pub fn has_purchase_rules(&self) -> bool {
+        self.min_purchase_instances.is_some()
+            || self.max_purchase_instances.is_some()
+            || self.cost_per_purchase.is_some()
+    }
+}
+
+/// v2: in every hour of every scenario, `Σ weight × instances in use ≤ cap` over the listed
+/// offers. Instances in use are, for a `term` offer, the instances held (bought and within
+/// their term); for an `on_demand` or `spot` offer, that scenario's usage.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SharedLimit {
+    pub id: String,
+    /// What the weights count, free text: "instances", "GPUs", "vCPUs".
+    pub unit: String,
+    pub cap: u64,
+    /// Offer id → weight per instance (>= 1).
+    pub offers: BTreeMap<String, u32>,
+    /// Where the limit comes from (a quota's name, a config key), for messages.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 /// The whole problem document.
@@ -193,6 +239,16 @@ pub struct Problem {
     pub scenarios: Vec<Scenario>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<f64>,
+    /// v2: caps on weighted sums of instances in use across offers (and pools).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shared_limits: Vec<SharedLimit>,
+}
+
+impl Problem {
+    /// Whether the document is `gpucap.problem/v2`.
+    pub fn is_v2(&self) -> bool {
+        self.schema == PROBLEM_SCHEMA_V2
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -209,6 +265,14 @@ pub struct Purchase {
     pub offer: String,
     pub start_hour: u32,
     pub instances: u32,
+    /// v2: the pieces the purchase is made of (each within the offer's minimum and maximum
+    /// per purchase; [`split_purchase`] gives their sizes). 0, and left out, in v1 solutions.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub pieces: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

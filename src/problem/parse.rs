@@ -6,7 +6,7 @@ use crate::diagnostic::{InputError, Location};
 
 use super::Problem;
 
-/// Reads a `gpucap.problem/v1` document. `path` is only used in messages. The result still
+/// Reads a `gpucap.problem/v1` or `/v2` document. `path` is only used in messages. The result still
 /// needs [`super::validate`].
 pub fn parse(text: &str, path: &Path) -> Result<Problem, InputError> {
     let mut de = serde_json::Deserializer::from_str(text);
@@ -34,7 +34,7 @@ fn json_error(path: &Path, err: &serde_json::Error, field: Option<String>) -> In
     };
     let hint = if message.starts_with("unknown field") {
         Some(
-            "unknown fields are errors in gpucap.problem/v1; see docs/problem-v1.md in the gpucap repository",
+            "unknown fields are errors in gpucap.problem/v1 and /v2; see docs/problem-v1.md and docs/problem-v2.md in the gpucap repository",
         )
     } else if message.contains("expected u32") {
         Some("counts, hours and GPUs are whole numbers >= 0")

@@ -9,7 +9,7 @@ use chrono::{DateTime, Timelike, Utc};
 use crate::diagnostic::{InputError, Location, did_you_mean};
 use crate::limits::MAX_POOL_GPUS;
 
-use super::{OfferKind, PROBLEM_SCHEMA, Problem, Segment, Starts};
+use super::{OfferKind, PROBLEM_SCHEMA, PROBLEM_SCHEMA_V2, Problem, Segment, Starts};
 
 /// The largest horizon: 12 years of hours. Beyond it the hourly tables (demand, charts, the
 /// solver's timeline) grow past what a plan a person reviews can mean; it is also the config's
@@ -29,6 +29,15 @@ pub struct Validated {
     starts: Vec<Vec<u32>>,
     limits: Vec<Vec<Option<u32>>>,
     demand: Vec<Vec<PoolSegments>>,
+    shared: Vec<Shared>,
+}
+
+/// A v2 shared limit with its offers resolved: `Σ weight × instances in use ≤ cap`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Shared {
+    pub cap: u64,
+    /// `(offer index, weight)`, by offer index.
+    pub offers: Vec<(usize, u32)>,
 }
 
 /// The demand segments of one pool in one scenario (empty when absent).
@@ -74,6 +83,22 @@ impl Validated {
         self.limits[scenario][offer]
     }
 
+    /// The shared limits (v2), offers resolved; empty for v1.
+    pub fn shared_limits(&self) -> &[Shared] {
+        &self.shared
+    }
+
+    /// The fewest and most instances of one piece of a purchase of term offer `o`, and the cost
+    /// of each piece: `(1, None, 0.0)` when the offer has no purchase rules.
+    pub fn piece_rules(&self, offer: usize) -> (u32, Option<u32>, f64) {
+        let o = &self.problem.offers[offer];
+        (
+            o.min_purchase_instances.unwrap_or(1).max(1),
+            o.max_purchase_instances,
+            o.cost_per_purchase.unwrap_or(0.0),
+        )
+    }
+
     /// Demand of pool `p` in scenario `k`.
     pub fn demand(&self, scenario: usize, pool: usize) -> &PoolSegments {
         &self.demand[scenario][pool]
@@ -99,6 +124,7 @@ pub fn validate(problem: Problem) -> Result<Validated, InputError> {
     let start = check_header(&problem)?;
     let pool_index = check_pools(&problem.pools)?;
     let offer_index = index_offers(&problem)?;
+    let shared = check_shared_limits(&problem, &offer_index)?;
     let mut offer_pools = Vec::with_capacity(problem.offers.len());
     let mut starts = Vec::with_capacity(problem.offers.len());
     for i in 0..problem.offers.len() {
@@ -128,6 +154,7 @@ pub fn validate(problem: Problem) -> Result<Validated, InputError> {
         starts,
         limits,
         demand,
+        shared,
     })
 }
 
@@ -136,10 +163,13 @@ fn error(field: impl Into<String>, message: impl Into<String>) -> InputError {
 }
 
 fn check_header(problem: &Problem) -> Result<DateTime<Utc>, InputError> {
-    if problem.schema != PROBLEM_SCHEMA {
+    if problem.schema != PROBLEM_SCHEMA && problem.schema != PROBLEM_SCHEMA_V2 {
         return Err(error(
             "schema",
-            format!("expected `{PROBLEM_SCHEMA}`, found `{}`", problem.schema),
+            format!(
+                "expected `{PROBLEM_SCHEMA}` or `{PROBLEM_SCHEMA_V2}`, found `{}`",
+                problem.schema
+            ),
         ));
     }
     let start = DateTime::parse_from_rfc3339(&problem.start).map_err(|e| {
@@ -277,6 +307,7 @@ fn check_offer(
     if let Some(upfront) = offer.upfront_per_instance {
         check_amount(at("upfront_per_instance"), "the upfront fee", upfront)?;
     }
+    check_purchase_rules(problem, i)?;
     if kind != OfferKind::Term {
         return Ok((pool, Vec::new()));
     }
@@ -312,6 +343,120 @@ fn check_offer(
         Starts::Range(_) => {}
     }
     Ok((pool, starts.hours(problem.hours)))
+}
+
+/// The v2 fields of term offer `i`: only in v2, only on term offers, `1 <= min <= max`, a
+/// finite cost >= 0.
+fn check_purchase_rules(problem: &Problem, i: usize) -> Result<(), InputError> {
+    let offer = &problem.offers[i];
+    let at = |field: &str| format!("offers[{i}].{field}");
+    let present = [
+        (
+            "min_purchase_instances",
+            offer.min_purchase_instances.is_some(),
+        ),
+        (
+            "max_purchase_instances",
+            offer.max_purchase_instances.is_some(),
+        ),
+        ("cost_per_purchase", offer.cost_per_purchase.is_some()),
+    ];
+    let Some((first, _)) = present.iter().find(|(_, p)| *p) else {
+        return Ok(());
+    };
+    if !problem.is_v2() {
+        return Err(v2_only(at(first)));
+    }
+    if offer.kind != OfferKind::Term {
+        return Err(error(
+            at(first),
+            format!("only `term` offers have `{first}`"),
+        ));
+    }
+    for (field, value) in [
+        ("min_purchase_instances", offer.min_purchase_instances),
+        ("max_purchase_instances", offer.max_purchase_instances),
+    ] {
+        if value == Some(0) {
+            return Err(error(at(field), "must be a positive whole number, found 0"));
+        }
+    }
+    if let (Some(min), Some(max)) = (offer.min_purchase_instances, offer.max_purchase_instances)
+        && min > max
+    {
+        return Err(error(
+            at("min_purchase_instances"),
+            format!("{min} is more than `max_purchase_instances` ({max})"),
+        ));
+    }
+    if let Some(cost) = offer.cost_per_purchase {
+        check_amount(at("cost_per_purchase"), "the cost per purchase", cost)?;
+    }
+    Ok(())
+}
+
+fn v2_only(field: String) -> InputError {
+    error(field, format!("is a `{PROBLEM_SCHEMA_V2}` field")).with_hint(format!(
+        "set `\"schema\": \"{PROBLEM_SCHEMA_V2}\"` to use it (docs/problem-v2.md)"
+    ))
+}
+
+/// The v2 shared limits: only in v2; ids distinct and non-empty; offers known, listed with a
+/// weight >= 1.
+fn check_shared_limits(
+    problem: &Problem,
+    offers: &HashMap<&str, usize>,
+) -> Result<Vec<Shared>, InputError> {
+    if problem.shared_limits.is_empty() {
+        return Ok(Vec::new());
+    }
+    if !problem.is_v2() {
+        return Err(v2_only("shared_limits".to_string()));
+    }
+    let mut ids = HashSet::new();
+    let mut out = Vec::with_capacity(problem.shared_limits.len());
+    for (l, limit) in problem.shared_limits.iter().enumerate() {
+        let at = |field: &str| format!("shared_limits[{l}].{field}");
+        if limit.id.is_empty() {
+            return Err(error(at("id"), "shared limit ids cannot be empty"));
+        }
+        if !ids.insert(limit.id.as_str()) {
+            return Err(error(
+                at("id"),
+                format!("duplicate shared limit id `{}`", limit.id),
+            ));
+        }
+        if limit.offers.is_empty() {
+            return Err(error(
+                at("offers"),
+                "a shared limit needs at least one offer",
+            ));
+        }
+        let mut resolved = Vec::with_capacity(limit.offers.len());
+        for (id, &weight) in &limit.offers {
+            let field = at(&format!("offers.{id}"));
+            let Some(&o) = offers.get(id.as_str()) else {
+                let err = error(field, format!("unknown offer `{id}`"));
+                return Err(match did_you_mean(id, offers.keys().copied()) {
+                    Some(near) => err.with_hint(format!("did you mean `{near}`?")),
+                    None => err,
+                });
+            };
+            if weight == 0 {
+                return Err(error(
+                    field,
+                    "the weight must be a positive whole number, found 0",
+                ));
+            }
+            resolved.push((o, weight));
+        }
+        resolved.sort_unstable();
+        out.push(Shared {
+            cap: limit.cap,
+            offers: resolved,
+        });
+    }
+    Ok(out)
 }
 
 fn kind_name(kind: OfferKind) -> &'static str {
@@ -429,4 +574,114 @@ fn scenario_demand(
         };
     }
     Ok(demand)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::problem::parse;
+
+    fn problem(schema: &str, offer_extra: &str, extra: &str) -> Result<Validated, InputError> {
+        let text = format!(
+            r#"{{"schema": "{schema}", "start": "2027-01-04T00:00:00Z", "hours": 48,
+            "pools": ["a", "b"],
+            "offers": [
+              {{"id": "a-od", "pool": "a", "kind": "on_demand", "gpus_per_instance": 8,
+                "price_per_instance_hour": 10.0}},
+              {{"id": "b-block", "pool": "b", "kind": "term", "gpus_per_instance": 8,
+                "price_per_instance_hour": 0.0, "term_hours": 24, "starts": [0, 24]{offer_extra}}}],
+            "scenarios": [{{"name": "s", "probability": 1.0}}]{extra}}}"#
+        );
+        validate(parse(&text, Path::new("p.json")).expect("parses"))
+    }
+
+    const V2: &str = "gpucap.problem/v2";
+    const LIMIT: &str = r#", "shared_limits": [{"id": "quota", "unit": "vCPUs", "cap": 384,
+        "offers": {"a-od": 192, "b-block": 192}, "reason": "L-1216C47A"}]"#;
+
+    #[test]
+    fn v2_resolves_shared_limits_and_piece_rules() {
+        let v = problem(
+            V2,
+            r#", "min_purchase_instances": 2, "max_purchase_instances": 64, "cost_per_purchase": 250.0"#,
+            LIMIT,
+        )
+        .expect("valid");
+        assert_eq!(
+            v.shared_limits(),
+            &[Shared {
+                cap: 384,
+                offers: vec![(0, 192), (1, 192)]
+            }]
+        );
+        assert_eq!(v.piece_rules(1), (2, Some(64), 250.0));
+        assert_eq!(v.piece_rules(0), (1, None, 0.0));
+    }
+
+    #[test]
+    fn v1_refuses_v2_fields() {
+        let err = problem(PROBLEM_SCHEMA, "", LIMIT).unwrap_err();
+        assert_eq!(err.location.field.as_deref(), Some("shared_limits"));
+        let err = problem(PROBLEM_SCHEMA, r#", "cost_per_purchase": 250.0"#, "").unwrap_err();
+        assert_eq!(
+            err.location.field.as_deref(),
+            Some("offers[1].cost_per_purchase")
+        );
+        assert!(err.message.contains("gpucap.problem/v2"), "{err}");
+    }
+
+    #[test]
+    fn v2_errors_name_the_field() {
+        let cases = [
+            (
+                r#", "min_purchase_instances": 9, "max_purchase_instances": 8"#,
+                "",
+                "offers[1].min_purchase_instances",
+            ),
+            (
+                r#", "max_purchase_instances": 0"#,
+                "",
+                "offers[1].max_purchase_instances",
+            ),
+            (
+                r#", "cost_per_purchase": -1.0"#,
+                "",
+                "offers[1].cost_per_purchase",
+            ),
+            (
+                "",
+                r#", "shared_limits": [{"id": "q", "unit": "GPUs", "cap": 8, "offers": {"a-odd": 8}}]"#,
+                "shared_limits[0].offers.a-odd",
+            ),
+            (
+                "",
+                r#", "shared_limits": [{"id": "q", "unit": "GPUs", "cap": 8, "offers": {"a-od": 0}}]"#,
+                "shared_limits[0].offers.a-od",
+            ),
+            (
+                "",
+                r#", "shared_limits": [{"id": "q", "unit": "GPUs", "cap": 8, "offers": {}}]"#,
+                "shared_limits[0].offers",
+            ),
+        ];
+        for (offer, extra, field) in cases {
+            let err = problem(V2, offer, extra).unwrap_err();
+            assert_eq!(err.location.field.as_deref(), Some(field), "{err}");
+        }
+    }
+
+    #[test]
+    fn purchase_rules_only_on_term_offers() {
+        let text = r#"{"schema": "gpucap.problem/v2", "start": "2027-01-04T00:00:00Z", "hours": 4,
+            "pools": ["a"], "offers": [{"id": "od", "pool": "a", "kind": "on_demand",
+            "gpus_per_instance": 8, "price_per_instance_hour": 1.0, "cost_per_purchase": 5.0}],
+            "scenarios": [{"name": "s", "probability": 1.0}]}"#;
+        let err = validate(parse(text, Path::new("p.json")).expect("parses")).unwrap_err();
+        assert_eq!(
+            err.location.field.as_deref(),
+            Some("offers[0].cost_per_purchase")
+        );
+    }
 }

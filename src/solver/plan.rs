@@ -2,7 +2,8 @@
 //! whole-number decisions (never taken from the MIP's floating-point objective).
 
 use crate::problem::{
-    Purchase, SOLUTION_SCHEMA, ScenarioSolution, Solution, Status, Usage, Validated,
+    Purchase, SOLUTION_SCHEMA, SOLUTION_SCHEMA_V2, ScenarioSolution, Solution, Status, Usage,
+    Validated, pieces::fewest_pieces,
 };
 
 use super::model::PoolPlan;
@@ -16,9 +17,22 @@ pub(crate) fn solution(v: &Validated, plans: &[PoolPlan]) -> Solution {
         .collect();
     purchases.sort_unstable();
     // Folds from +0.0: an empty f64 sum is -0.0, which would print as `-0.0`.
+    let v2 = problem.is_v2();
+    // v2: a purchase is made of the fewest pieces its maximum allows (the cheapest split, see
+    // `fewest_pieces`), each paying the offer's cost per purchase.
+    let pieces = |o: usize, n: u32| {
+        if v2 {
+            fewest_pieces(n, v.piece_rules(o).1)
+        } else {
+            0
+        }
+    };
     let term_cost = purchases
         .iter()
-        .map(|&(o, _, n)| f64::from(n) * v.term_cost_per_instance(o))
+        .map(|&(o, _, n)| {
+            f64::from(n) * v.term_cost_per_instance(o)
+                + f64::from(pieces(o, n)) * v.piece_rules(o).2
+        })
         .fold(0.0, |a, b| a + b);
     let scenarios: Vec<ScenarioSolution> = problem
         .scenarios
@@ -68,10 +82,16 @@ pub(crate) fn solution(v: &Validated, plans: &[PoolPlan]) -> Solution {
             offer: problem.offers[o].id.clone(),
             start_hour,
             instances,
+            pieces: pieces(o, instances),
         })
         .collect();
     Solution {
-        schema: SOLUTION_SCHEMA.to_string(),
+        schema: if v2 {
+            SOLUTION_SCHEMA_V2
+        } else {
+            SOLUTION_SCHEMA
+        }
+        .to_string(),
         status: Status::Feasible,
         expected_cost,
         bound: 0.0,
