@@ -2,6 +2,7 @@
 //! hourly MILP of the same problem, formulated independently in
 //! `benches/support/hourly_milp.py`: the same optimal cost to 1e-6 wherever HiGHS proves
 //! optimality, and within HiGHS's bounds where it stops at its time limit.
+//! v2 problems (shared limits, purchase pieces) are compared the same way.
 
 #[path = "../benches/support/generate.rs"]
 mod generate;
@@ -118,5 +119,83 @@ fn generated_calendars_match_highs() {
     ];
     for shape in shapes {
         compare(&format!("{shape:?}"), &generate::generate(&shape));
+    }
+}
+
+/// v2: generated calendars whose pools are coupled by an on-demand vCPU quota and a cap on
+/// capacity blocks held, with blocks bought in pieces at a cost each. Both solvers must agree,
+/// and the limits must bind (the optimum without them is cheaper), or the test proves nothing.
+#[test]
+fn shared_limits_and_pieces_match_highs() {
+    let cases = [
+        (
+            generate::Shape {
+                hours: 168,
+                pools: 2,
+                offers: 10,
+                start_step: 24,
+                scenarios: 1,
+                seed: 4,
+            },
+            0.3,
+            4,
+            3,
+            250.0,
+        ),
+        (
+            generate::Shape {
+                hours: 336,
+                pools: 3,
+                offers: 15,
+                start_step: 24,
+                scenarios: 2,
+                seed: 5,
+            },
+            0.5,
+            6,
+            4,
+            250.0,
+        ),
+        (
+            generate::Shape {
+                hours: 120,
+                pools: 2,
+                offers: 12,
+                start_step: 12,
+                scenarios: 2,
+                seed: 6,
+            },
+            0.2,
+            2,
+            2,
+            1000.0,
+        ),
+    ];
+    for (shape, fraction, held, pieces, cost) in cases {
+        let name = format!("{shape:?} coupled");
+        let problem = generate::couple(generate::generate(&shape), fraction, held, pieces, cost);
+        assert!(
+            problem.shared_limits.len() == 2,
+            "{name}: both limits present"
+        );
+        compare(&name, &problem);
+        let unlimited = Problem {
+            shared_limits: Vec::new(),
+            ..problem.clone()
+        };
+        let options = SolveOptions::default();
+        let with = solve(&validate(problem).expect("valid"), &options);
+        let without = solve(&validate(unlimited).expect("valid"), &options);
+        assert_eq!(with.status, Status::Optimal, "{name}");
+        assert!(
+            with.expected_cost > without.expected_cost * (1.0 + 1e-6),
+            "{name}: the shared limits do not bind ({} vs {})",
+            with.expected_cost,
+            without.expected_cost
+        );
+        assert!(
+            with.purchases.iter().any(|p| p.pieces > 0),
+            "{name}: pieces are reported"
+        );
     }
 }

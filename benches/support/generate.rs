@@ -497,3 +497,90 @@ pub fn generate(shape: &Shape) -> Problem {
         shared_limits: Vec::new(),
     }
 }
+
+/// `problem` as a `gpucap.problem/v2` with the quotas and purchase rules a cloud imposes,
+/// coupling its pools:
+/// - `aws-on-demand-vcpus`: AWS's on-demand P-instance quota counts vCPUs across instance
+///   families, so every pool's AWS on-demand offers share one cap, weighted 24 vCPUs per GPU
+///   (a p5.48xlarge has 8 GPUs and 192 vCPUs); the cap is `quota_fraction` of the vCPUs the
+///   pools' peak demands together would need;
+/// - `capacity-blocks-held`: at most `blocks_held` capacity-block instances held at once over
+///   all pools;
+/// - every capacity block bought in pieces of at most `block_pieces` instances, at
+///   `cost_per_purchase` each.
+pub fn couple(
+    mut problem: Problem,
+    quota_fraction: f64,
+    blocks_held: u64,
+    block_pieces: u32,
+    cost_per_purchase: f64,
+) -> Problem {
+    problem.schema = "gpucap.problem/v2".to_string();
+    let peak: u64 = problem
+        .pools
+        .iter()
+        .map(|pool| {
+            problem
+                .scenarios
+                .iter()
+                .map(|s| {
+                    let Some(d) = s.demand.get(pool) else {
+                        return 0;
+                    };
+                    let mut level = vec![0i64; problem.hours as usize + 1];
+                    for seg in d.firm.iter().chain(&d.flex) {
+                        level[seg.0 as usize] += i64::from(seg.2);
+                        level[seg.1 as usize] -= i64::from(seg.2);
+                    }
+                    let mut run = 0i64;
+                    level
+                        .iter()
+                        .map(|l| {
+                            run += l;
+                            run
+                        })
+                        .max()
+                        .unwrap_or(0) as u64
+                })
+                .max()
+                .unwrap_or(0)
+        })
+        .sum();
+    let on_demand: BTreeMap<String, u32> = problem
+        .offers
+        .iter()
+        .filter(|o| o.kind == OfferKind::OnDemand && o.id.contains("/aws/"))
+        .map(|o| (o.id.clone(), 24 * o.gpus_per_instance))
+        .collect();
+    let blocks: BTreeMap<String, u32> = problem
+        .offers
+        .iter()
+        .filter(|o| o.id.contains("capacity-block"))
+        .map(|o| (o.id.clone(), 1))
+        .collect();
+    for o in &mut problem.offers {
+        if o.id.contains("capacity-block") {
+            o.max_purchase_instances = Some(block_pieces);
+            o.cost_per_purchase = Some(cost_per_purchase);
+        }
+    }
+    if !on_demand.is_empty() {
+        problem.shared_limits.push(gpucap::problem::SharedLimit {
+            id: "aws-on-demand-vcpus".to_string(),
+            unit: "vCPUs".to_string(),
+            cap: (quota_fraction * peak as f64 * 24.0) as u64,
+            offers: on_demand,
+            reason: Some("AWS Running On-Demand P instances (vCPUs)".to_string()),
+        });
+    }
+    if !blocks.is_empty() {
+        problem.shared_limits.push(gpucap::problem::SharedLimit {
+            id: "capacity-blocks-held".to_string(),
+            unit: "instances".to_string(),
+            cap: blocks_held,
+            offers: blocks,
+            reason: None,
+        });
+    }
+    problem
+}

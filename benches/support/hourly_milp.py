@@ -1,11 +1,16 @@
-"""The plain hourly MILP of a gpucap.problem/v1, solved with HiGHS (highspy): an independent
-formulation, written from docs/problem-v1.md, that the solver benchmark and tests compare
-gpucap's optimum and speed against.
+"""The plain hourly MILP of a gpucap.problem/v1 or /v2, solved with HiGHS (highspy): an
+independent formulation, written from docs/problem-v1.md and docs/problem-v2.md, that the solver
+benchmark and tests compare gpucap's optimum and speed against.
 
 One variable per hour and offer (and scenario): integer term purchases n[o,s] at every allowed
 start, active term instances A[o,t] = A[o,t-1] + n[o,t] - n[o,t-L] (bounded by max_instances),
 integer on-demand x[k,o,t] and spot y[k,o,t] instances in every hour with demand, and per
 scenario, pool and hour the two coverage rows of the spec.
+
+v2: for a term offer with purchase rules, integer pieces k[o,s] with min*k <= n[o,s] <= max*k
+(max: the offer's max_instances, else PIECE_BIG_M, when the offer states none) at
+cost_per_purchase each; for each shared limit, scenario and hour, the weighted sum of active
+term instances and of that scenario's hourly instances at most its cap.
 
 usage: python hourly_milp.py PROBLEM.json [--time-limit SECONDS] [--gap REL]
 prints one JSON object: status, objective, bound, seconds (HiGHS run time), build_seconds,
@@ -20,6 +25,11 @@ import time
 
 import highspy
 import numpy as np
+
+
+# Stands for "no maximum per purchase" where the offer has no max_instances either: more
+# instances than any test problem could use in one purchase.
+PIECE_BIG_M = 100000.0
 
 
 def allowed_starts(offer, hours):
@@ -68,6 +78,17 @@ def build(problem):
         term = offer["term_hours"]
         price = offer["price_per_instance_hour"] * term + (offer.get("upfront_per_instance") or 0.0)
         buy = {s: column(price, 0.0, limit, True) for s in allowed_starts(offer, hours)}
+        if problem["schema"] == "gpucap.problem/v2" and any(
+            offer.get(f) is not None
+            for f in ("min_purchase_instances", "max_purchase_instances", "cost_per_purchase")
+        ):
+            least = float(offer.get("min_purchase_instances") or 1)
+            most = offer.get("max_purchase_instances")
+            most = float(most) if most is not None else (limit if limit != inf else PIECE_BIG_M)
+            for n in buy.values():
+                k = column(offer.get("cost_per_purchase") or 0.0, 0.0, inf, True)
+                row(0.0, inf, [(n, 1.0), (k, -least)])
+                row(-inf, 0.0, [(n, 1.0), (k, -most)])
         cols = []
         for t in range(hours):
             a = column(0.0, 0.0, limit, False)
@@ -83,7 +104,8 @@ def build(problem):
         active[o] = cols
 
     # Second stage, per scenario, pool and hour with demand.
-    for scenario in scenarios:
+    hourly = {}  # (scenario index, offer index, hour) -> column
+    for k_index, scenario in enumerate(scenarios):
         p = scenario["probability"]
         overrides = scenario.get("max_instances", {})
         for pool in problem["pools"]:
@@ -105,12 +127,28 @@ def build(problem):
                     limit = inf if limit is None else float(limit)
                     price = offer["price_per_instance_hour"] * (1.0 + (offer.get("overhead") or 0.0))
                     x = column(p * price, 0.0, limit, True)
+                    hourly[(k_index, o, t)] = x
                     all_row.append((x, g))
                     if offer["kind"] == "on_demand":
                         firm_row.append((x, g))
                 if firm[t] > 0:
                     row(float(firm[t]), inf, firm_row)
                 row(float(firm[t] + flex[t]), inf, all_row)
+
+    # v2 shared limits, per scenario and hour.
+    ids = {offer["id"]: o for o, offer in enumerate(offers)}
+    for limit in problem.get("shared_limits", []):
+        members = [(ids[i], float(w)) for i, w in limit["offers"].items()]
+        for k_index in range(len(scenarios)):
+            for t in range(hours):
+                entries = []
+                for o, w in members:
+                    if offers[o]["kind"] == "term":
+                        entries.append((active[o][t], w))
+                    elif (k_index, o, t) in hourly:
+                        entries.append((hourly[(k_index, o, t)], w))
+                if entries:
+                    row(-inf, float(limit["cap"]), entries)
 
     lp = highspy.HighsLp()
     lp.num_col_ = len(cost)

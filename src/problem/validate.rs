@@ -88,6 +88,13 @@ impl Validated {
         &self.shared
     }
 
+    /// Whether offer `o` is in some shared limit.
+    pub fn is_shared(&self, offer: usize) -> bool {
+        self.shared
+            .iter()
+            .any(|l| l.offers.iter().any(|&(o, _)| o == offer))
+    }
+
     /// The fewest and most instances of one piece of a purchase of term offer `o`, and the cost
     /// of each piece: `(1, None, 0.0)` when the offer has no purchase rules.
     pub fn piece_rules(&self, offer: usize) -> (u32, Option<u32>, f64) {

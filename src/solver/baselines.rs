@@ -60,6 +60,7 @@ pub fn all_on_demand(v: &Validated, options: &SolveOptions) -> Baseline {
         on_demand: true,
         spot: false,
         terms: Terms::Fixed(owned(v, pool)),
+        cuts: Vec::new(),
     });
     baseline("all-on-demand", v, scopes.collect(), options)
 }
@@ -70,6 +71,7 @@ pub fn cheapest_now(v: &Validated, options: &SolveOptions) -> Baseline {
         on_demand: true,
         spot: true,
         terms: Terms::Fixed(owned(v, pool)),
+        cuts: Vec::new(),
     });
     baseline("cheapest-now", v, scopes.collect(), options)
 }
@@ -85,6 +87,7 @@ pub fn reserve_the_peak(v: &Validated, options: &SolveOptions) -> Baseline {
                 .chain(peak_purchases(v, pool))
                 .collect(),
         ),
+        cuts: Vec::new(),
     });
     baseline("reserve-the-peak", v, scopes.collect(), options)
 }

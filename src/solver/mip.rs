@@ -46,6 +46,21 @@ impl Mip {
         self.row_upper.push(upper);
     }
 
+    /// Adds `other`'s columns and rows after this one's; returns the offset of its columns.
+    pub fn append(&mut self, other: &Mip) -> usize {
+        let offset = self.num_cols();
+        self.cost.extend(&other.cost);
+        self.lower.extend(&other.lower);
+        self.upper.extend(&other.upper);
+        self.integer.extend(&other.integer);
+        for r in 0..other.num_rows() {
+            let entries: Vec<(usize, f64)> =
+                other.row(r).iter().map(|&(c, v)| (c + offset, v)).collect();
+            self.add_row(other.row_lower[r], other.row_upper[r], entries);
+        }
+        offset
+    }
+
     pub fn num_cols(&self) -> usize {
         self.cost.len()
     }

@@ -1,8 +1,10 @@
-//! The solver: the proven-optimal purchase plan for a `gpucap.problem/v1`
-//! (`docs/problem-v1.md`). Pure: no I/O, no clock except the time limit.
+//! The solver: the proven-optimal purchase plan for a `gpucap.problem/v1` or `/v2`
+//! (`docs/problem-v1.md`, `docs/problem-v2.md`). Pure: no I/O, no clock except the time limit.
 //!
 //! How it works, and why it is exact:
-//! 1. Pools share nothing, so each pool is solved on its own (in parallel).
+//! 1. Pools share nothing, so each pool is solved on its own (in parallel). Only v2's shared
+//!    limits join pools: the pools joined by them are solved together in one program, on a
+//!    common timeline ([`coupled`], whose doc says why that stays exact).
 //! 2. Hours between consecutive breakpoints (demand changes, allowed term starts and ends) face
 //!    identical constraints, so one variable per segment stands for every hour in it
 //!    ([`timeline`]).
@@ -24,6 +26,7 @@
 //! restricted problem ([`baselines`]).
 
 mod baselines;
+mod coupled;
 mod diagnose;
 mod mip;
 mod model;
@@ -134,7 +137,7 @@ impl Outcome {
     }
 }
 
-enum PoolOutcome {
+pub(crate) enum PoolOutcome {
     Planned {
         plan: PoolPlan,
         bound: f64,
@@ -143,9 +146,23 @@ enum PoolOutcome {
     Short(String),
 }
 
-/// Solves each pool in `scopes`, in parallel.
+/// Solves each pool in `scopes`, in parallel; pools coupled by shared limits together.
 fn run(v: &Validated, scopes: Vec<Scope>, options: &SolveOptions) -> Outcome {
     let deadline = options.time_limit.map(|t| Instant::now() + t);
+    // Jobs: one scope alone, or the scopes of a group of coupled pools.
+    let mut jobs: Vec<(Vec<Scope>, bool)> = Vec::new();
+    for (pools, limited) in coupled::components(v) {
+        let group: Vec<Scope> = pools
+            .iter()
+            .filter_map(|&p| scopes.iter().find(|s| s.pool == p).cloned())
+            .collect();
+        if limited {
+            jobs.push((group, true));
+        } else {
+            jobs.extend(group.into_iter().map(|s| (vec![s], false)));
+        }
+    }
+    let scopes = jobs;
     let threads = match options.threads {
         0 => thread::available_parallelism().map_or(1, |n| n.get()),
         n => n,
@@ -153,15 +170,22 @@ fn run(v: &Validated, scopes: Vec<Scope>, options: &SolveOptions) -> Outcome {
     .min(scopes.len())
     .max(1);
     let next = std::sync::atomic::AtomicUsize::new(0);
-    let mut results: Vec<(usize, PoolOutcome)> = thread::scope(|s| {
+    let mut results: Vec<(usize, Vec<PoolOutcome>)> = thread::scope(|s| {
         let workers: Vec<_> = (0..threads)
             .map(|_| {
                 s.spawn(|| {
                     let mut done = Vec::new();
                     loop {
                         let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        let Some(scope) = scopes.get(i) else { break };
-                        done.push((i, solve_pool(v, scope, options, deadline)));
+                        let Some((group, limited)) = scopes.get(i) else {
+                            break;
+                        };
+                        let outcomes = if *limited {
+                            coupled::solve_group(v, group, options, deadline)
+                        } else {
+                            vec![solve_pool(v, &group[0], options, deadline)]
+                        };
+                        done.push((i, outcomes));
                     }
                     done
                 })
@@ -177,7 +201,7 @@ fn run(v: &Validated, scopes: Vec<Scope>, options: &SolveOptions) -> Outcome {
         proven: true,
         ..Default::default()
     };
-    for (_, result) in results {
+    for result in results.into_iter().flat_map(|(_, r)| r) {
         match result {
             PoolOutcome::Planned {
                 plan,

@@ -10,7 +10,10 @@
 //!   form);
 //! - `T[j]`: term units in pool segment j, at least what the hourly offers' limits leave
 //!   uncovered;
-//! - `λ[j,c]`: weights on the corners of segment j's cost curve (below).
+//! - `λ[j,c]`: weights on the corners of segment j's cost curve (below);
+//! - `k[o,s]` (integer, v2 pieces only): the pieces purchase `n[o,s]` is made of, with
+//!   `min·k ≤ n ≤ max·k` (`max` is the purchase's own upper bound when the offer has none) and
+//!   `cost_per_purchase` each.
 //!
 //! The second stage is not modelled instance by instance. For each scenario and segment the
 //! exact least hourly cost `Q(T)` of whole on-demand and spot instances is tabulated for every
@@ -22,6 +25,12 @@
 //! and spot instances of that scenario and segment are integer variables with their coverage
 //! rows instead. Either way the model is exact, and branch and bound only branches on
 //! purchases and on the rare non-convex segments.
+//!
+//! A pool whose on-demand or spot offers are in a v2 shared limit is modelled instance by
+//! instance in every scenario-segment with demand (`PoolData::explicit`): the curve `Q` is the
+//! least cost without the limit, which is not the least cost with it. The shared-limit rows
+//! themselves join several pool models (`super::coupled`), through `instance_columns` and
+//! `active_columns`.
 
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -67,6 +76,12 @@ pub(crate) struct PoolModel<'a> {
     recourse: Vec<Recourse>,
     /// Scenario-segments modelled instance by instance.
     pub integer_segments: usize,
+    /// `(scenario, segment)` → `(offer, column)` of the instances of each hourly offer, where
+    /// modelled instance by instance.
+    instances: HashMap<(usize, usize), Vec<(usize, usize)>>,
+    /// Per term offer (as `data.terms`): the breakpoints of its active-count intervals and the
+    /// column `A` of each interval.
+    active: Vec<(Vec<u32>, Vec<usize>)>,
 }
 
 /// How to build the model.
@@ -95,7 +110,7 @@ impl<'a> PoolModel<'a> {
             .collect();
         let mut mip = Mip::new();
         let n_cols = term_columns(data, &mut mip, mode == Mode::Elastic);
-        let term_expr = active_counts(data, &mut mip, &n_cols);
+        let (term_expr, active) = active_counts(data, &mut mip, &n_cols);
         let mut model = PoolModel {
             data,
             mip,
@@ -103,7 +118,10 @@ impl<'a> PoolModel<'a> {
             n_cols,
             recourse,
             integer_segments: 0,
+            instances: HashMap::new(),
+            active,
         };
+        let explicit = data.explicit && mode == Mode::Cost;
         let step = data.terms.iter().map(|t| t.gpus / unit).fold(0, gcd).max(1) as u64;
         let mut curves: HashMap<(usize, u64, u64), Rc<Curve>> = HashMap::new();
         for (j, term) in term_expr.iter().enumerate() {
@@ -112,6 +130,14 @@ impl<'a> PoolModel<'a> {
                 continue;
             }
             let len = f64::from(data.timeline.len(j));
+            if term.is_empty() && explicit {
+                for k in 0..data.scenarios() {
+                    if data.total[k][j] > 0 {
+                        model.add_instances(k, j, data.probability[k] * len, None);
+                    }
+                }
+                continue;
+            }
             if term.is_empty() {
                 // No term can be active here: the hourly cost is a constant (the capacity
                 // check has made sure the hourly offers can cover it).
@@ -157,6 +183,14 @@ impl<'a> PoolModel<'a> {
                 continue;
             }
             let weights: Vec<f64> = data.probability.iter().map(|p| p * len).collect();
+            if explicit {
+                for (k, curve) in scenario_curves.iter().enumerate() {
+                    if curve.is_some() {
+                        model.add_instances(k, j, weights[k], Some(t));
+                    }
+                }
+                continue;
+            }
             if scenario_curves.iter().flatten().all(|c| c.convex) {
                 // One cost column for all scenarios: a sum of convex curves is convex.
                 let sum = weighted_sum(&scenario_curves, &weights);
@@ -168,7 +202,7 @@ impl<'a> PoolModel<'a> {
                 if curve.convex {
                     model.add_curve(curve, step, weights[k], t);
                 } else {
-                    model.add_instances(k, j, weights[k], t);
+                    model.add_instances(k, j, weights[k], Some(t));
                 }
             }
         }
@@ -200,7 +234,7 @@ impl<'a> PoolModel<'a> {
     }
 
     /// Integer on-demand and spot instances for scenario k in segment j, with coverage rows.
-    fn add_instances(&mut self, k: usize, j: usize, weight: f64, term: usize) {
+    fn add_instances(&mut self, k: usize, j: usize, weight: f64, term: Option<usize>) {
         self.integer_segments += 1;
         let data = self.data;
         let unit = data.unit;
@@ -221,12 +255,21 @@ impl<'a> PoolModel<'a> {
                 )
             })
             .collect();
+        self.instances.insert(
+            (k, j),
+            offers
+                .iter()
+                .zip(&cols)
+                .map(|(o, c)| (o.offer, c.1))
+                .collect(),
+        );
         let coverage = |kinds: &[OfferKind]| {
             let hourly = cols
                 .iter()
                 .filter(|c| kinds.contains(&c.0))
                 .map(|&(_, c, size)| (c, size));
-            std::iter::once((term, 1.0))
+            term.map(|t| (t, 1.0))
+                .into_iter()
                 .chain(hourly)
                 .collect::<Vec<_>>()
         };
@@ -260,6 +303,15 @@ impl<'a> PoolModel<'a> {
                 if d == 0 {
                     continue;
                 }
+                if data.explicit
+                    && let Some(cols) = self.instances.get(&(k, j))
+                {
+                    // Coupled to other offers by a shared limit: the instances chosen.
+                    for (h, &(_, c)) in cols.iter().enumerate() {
+                        counts[h][j] = values[c].round().max(0.0) as u32;
+                    }
+                    continue;
+                }
                 let mix =
                     self.recourse[k].mix(f.saturating_sub(term[j]), d.saturating_sub(term[j]));
                 for (h, n) in mix.unwrap_or_default().into_iter().enumerate() {
@@ -275,6 +327,22 @@ impl<'a> PoolModel<'a> {
             usage.push(per_offer);
         }
         PoolPlan { purchases, usage }
+    }
+
+    /// The columns of the instances of hourly offer `offer` in scenario k, segment j, where the
+    /// pool is modelled instance by instance (`None` where the offer is not usable there).
+    pub fn instance_column(&self, k: usize, j: usize, offer: usize) -> Option<usize> {
+        let cols = self.instances.get(&(k, j))?;
+        cols.iter().find(|&&(o, _)| o == offer).map(|&(_, c)| c)
+    }
+
+    /// The column counting the instances of term offer `offer` held in hour `hour`, if any
+    /// purchase of it can be active then.
+    pub fn active_column(&self, offer: usize, hour: u32) -> Option<usize> {
+        let t = self.data.terms.iter().position(|t| t.offer == offer)?;
+        let (points, cols) = &self.active[t];
+        let i = points.partition_point(|&p| p <= hour).checked_sub(1)?;
+        cols.get(i).copied()
     }
 
     /// Where the purchases in `values` (of the elastic model) leave demand the hourly offers
@@ -391,19 +459,45 @@ fn term_columns(data: &PoolData, mip: &mut Mip, elastic: bool) -> Vec<Vec<usize>
                     } else {
                         f64::from(s.upper)
                     };
-                    mip.add_col(cost, f64::from(s.lower), upper, true)
+                    let n = mip.add_col(cost, f64::from(s.lower), upper, true);
+                    if let (Some(p), false) = (t.pieces, s.lower == s.upper) {
+                        add_pieces(mip, n, upper, p, elastic);
+                    }
+                    n
                 })
                 .collect()
         })
         .collect()
 }
 
+/// The pieces `k` of purchase column `n` (upper bound `upper`): `min·k ≤ n ≤ max·k`, each piece
+/// costing the offer's cost per purchase. Without a maximum, `upper` stands for it (a purchase
+/// never exceeds its upper bound, so one piece of that size can hold it).
+fn add_pieces(mip: &mut Mip, n: usize, upper: f64, p: super::pool::Pieces, elastic: bool) {
+    let min = f64::from(p.min.max(1));
+    let max = p.max.map_or(upper, f64::from);
+    let cost = if elastic { 0.0 } else { p.cost };
+    let k = mip.add_col(cost, 0.0, (upper / min).floor(), true);
+    mip.add_row(0.0, f64::INFINITY, [(n, 1.0), (k, -min)]);
+    if max.is_finite() {
+        mip.add_row(f64::NEG_INFINITY, 0.0, [(n, 1.0), (k, -max)]);
+    }
+}
+
+/// Per term offer: breakpoints and the columns `A` between them.
+type ActiveColumns = Vec<(Vec<u32>, Vec<usize>)>;
+
 /// The active-count columns `A[o,i]` of every term offer with their recurrence rows, and for
 /// each pool segment with demand the entries that sum its term units (`A` weighted by instance
 /// size).
-fn active_counts(data: &PoolData, mip: &mut Mip, n_cols: &[Vec<usize>]) -> Vec<Vec<(usize, f64)>> {
+fn active_counts(
+    data: &PoolData,
+    mip: &mut Mip,
+    n_cols: &[Vec<usize>],
+) -> (Vec<Vec<(usize, f64)>>, ActiveColumns) {
     let timeline = &data.timeline;
     let mut per_segment: Vec<Vec<(usize, f64)>> = vec![Vec::new(); timeline.segments()];
+    let mut active = Vec::with_capacity(data.terms.len());
     for (t, cols) in data.terms.iter().zip(n_cols) {
         let mut points: Vec<u32> = t.starts.iter().flat_map(|s| [s.start, s.end]).collect();
         points.sort_unstable();
@@ -433,8 +527,9 @@ fn active_counts(data: &PoolData, mip: &mut Mip, n_cols: &[Vec<usize>]) -> Vec<V
                 }
             }
         }
+        active.push((points, a_cols));
     }
-    per_segment
+    (per_segment, active)
 }
 
 /// Term units active in each pool segment for `chosen` purchases (as from `PoolModel::chosen`).

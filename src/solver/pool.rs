@@ -2,8 +2,9 @@
 //! the term purchases worth considering, and the on-demand and spot offers left after removing
 //! those another offer always beats.
 //!
-//! Pools share nothing (each offer serves one pool, the budget bounds the total after the fact),
-//! so each pool is solved on its own.
+//! Pools share nothing but v2's shared limits (each offer serves one pool, the budget bounds the
+//! total after the fact), so each pool is prepared on its own; pools coupled by a shared limit
+//! are prepared on a common timeline (`Scope::cuts`) and solved together (`super::coupled`).
 
 use crate::problem::{OfferKind, Validated};
 
@@ -17,6 +18,8 @@ pub(crate) struct Scope {
     pub on_demand: bool,
     pub spot: bool,
     pub terms: Terms,
+    /// More hours to cut the timeline at: the breakpoints of the pools this one is solved with.
+    pub cuts: Vec<u32>,
 }
 
 #[derive(Debug, Clone)]
@@ -36,6 +39,7 @@ impl Scope {
             on_demand: true,
             spot: true,
             terms: Terms::Free,
+            cuts: Vec::new(),
         }
     }
 }
@@ -57,6 +61,17 @@ pub(crate) struct TermOffer {
     pub max: Option<u32>,
     pub cost: f64,
     pub starts: Vec<Start>,
+    /// v2 purchase pieces, when the offer has rules: each piece of a purchase holds
+    /// `min..=max` instances and costs `cost`.
+    pub pieces: Option<Pieces>,
+}
+
+/// The v2 rules on the pieces of one purchase.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Pieces {
+    pub min: u32,
+    pub max: Option<u32>,
+    pub cost: f64,
 }
 
 /// An on-demand or spot offer as one scenario sees it.
@@ -86,6 +101,9 @@ pub(crate) struct PoolData {
     pub probability: Vec<f64>,
     /// Hours where some scenario's demand changes.
     pub demand_cuts: Vec<u32>,
+    /// Some on-demand or spot offer of the pool is in a v2 shared limit, so hourly usage must
+    /// be modelled instance by instance (the limit couples it to other offers).
+    pub explicit: bool,
 }
 
 impl PoolData {
@@ -95,7 +113,7 @@ impl PoolData {
         let hours = problem.hours;
         let scenarios = problem.scenarios.len();
         let mut terms = term_offers(v, scope);
-        let mut demand_cuts = Vec::new();
+        let mut demand_cuts = scope.cuts.clone();
         for k in 0..scenarios {
             let d = v.demand(k, p);
             let ends = d
@@ -126,7 +144,9 @@ impl PoolData {
         if matches!(scope.terms, Terms::Free) {
             for t in &mut terms {
                 cap_by_peak(t, &timeline, &peak);
-                if t.max.is_none() {
+                // A later start holds its instances for fewer hours; with a shared limit that
+                // is not "never worse", so such an offer keeps all its starts.
+                if t.max.is_none() && !v.is_shared(t.offer) {
                     drop_covered_starts(t, hours);
                 }
             }
@@ -141,6 +161,7 @@ impl PoolData {
             .chain(terms.iter().map(|t| t.gpus));
         let unit = sizes.fold(0, gcd).max(1);
         let probability = problem.scenarios.iter().map(|s| s.probability).collect();
+        let explicit = hourly.iter().flatten().any(|h| v.is_shared(h.offer));
         let data = PoolData {
             pool: p,
             timeline,
@@ -151,6 +172,7 @@ impl PoolData {
             unit,
             probability,
             demand_cuts,
+            explicit,
         };
         // Cut the timeline again without the windows of the starts just dropped.
         recut(data)
@@ -207,6 +229,7 @@ fn term_offers(v: &Validated, scope: &Scope) -> Vec<TermOffer> {
             max: def.max_instances,
             cost: v.term_cost_per_instance(o),
             starts,
+            pieces: pieces(v, o),
         }
     };
     let end = |o: usize, s: u32| {
@@ -255,6 +278,13 @@ fn term_offers(v: &Validated, scope: &Scope) -> Vec<TermOffer> {
     }
 }
 
+/// The v2 piece rules of term offer `o`, when they constrain anything.
+fn pieces(v: &Validated, o: usize) -> Option<Pieces> {
+    let (min, max, cost) = v.piece_rules(o);
+    let v2 = v.problem().is_v2() && v.problem().offers[o].has_purchase_rules();
+    (v2 && (min > 1 || max.is_some() || cost > 0.0)).then_some(Pieces { min, max, cost })
+}
+
 /// `data` on the timeline that its remaining starts' windows and the demand changes need.
 fn recut(data: PoolData) -> PoolData {
     let windows = data
@@ -283,6 +313,11 @@ fn recut(data: PoolData) -> PoolData {
 /// More instances of one purchase than its window's peak demand needs never help (dropping one
 /// keeps every hour covered and costs no more), so each purchase is capped at
 /// `ceil(peak / gpus_per_instance)`, and purchases in windows without demand are dropped.
+///
+/// With v2 pieces of `min..=max` instances, `m = ceil(peak / gpus)` may not be a valid
+/// purchase; the cap is then `max(m, min·ceil(m / max))`, bought as `ceil(m / max)` pieces. A
+/// larger valid purchase n in k pieces has `k ≥ ceil(m / max)` and `n ≥ min·k`, so this one
+/// is no larger, has no more pieces, and covers every hour of the window as well.
 fn cap_by_peak(term: &mut TermOffer, timeline: &Timeline, peak: &[u64]) {
     let windows: Vec<(usize, usize)> = term
         .starts
@@ -292,9 +327,12 @@ fn cap_by_peak(term: &mut TermOffer, timeline: &Timeline, peak: &[u64]) {
     let maxima = window_max(peak, &windows);
     let g = u64::from(term.gpus);
     for (s, m) in term.starts.iter_mut().zip(maxima) {
-        s.upper = s
-            .upper
-            .min(u32::try_from(m.div_ceil(g)).unwrap_or(u32::MAX));
+        let mut cap = m.div_ceil(g);
+        if let Some(p) = term.pieces {
+            let pieces = p.max.map_or(1, |max| cap.div_ceil(u64::from(max.max(1))));
+            cap = cap.max(u64::from(p.min) * pieces);
+        }
+        s.upper = s.upper.min(u32::try_from(cap).unwrap_or(u32::MAX));
     }
     term.starts.retain(|s| s.upper > 0);
 }
@@ -368,7 +406,12 @@ fn hourly_offers(v: &Validated, scope: &Scope, k: usize) -> Vec<HourlyOffer> {
         .collect();
     let rank = |h: &HourlyOffer| (h.kind == OfferKind::Spot, h.gpus, h.offer);
     let beats = |a: &HourlyOffer, b: &HourlyOffer| {
-        if a.offer == b.offer || a.limit.is_some() || !b.gpus.is_multiple_of(a.gpus) {
+        // An offer in a shared limit is limited too, even without a limit of its own.
+        if a.offer == b.offer
+            || a.limit.is_some()
+            || v.is_shared(a.offer)
+            || !b.gpus.is_multiple_of(a.gpus)
+        {
             return false;
         }
         if a.kind == OfferKind::Spot && b.kind == OfferKind::OnDemand {

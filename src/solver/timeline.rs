@@ -21,6 +21,11 @@ impl Timeline {
         Timeline { points }
     }
 
+    /// The breakpoints, `0` and the horizon's end included.
+    pub fn points(&self) -> &[u32] {
+        &self.points
+    }
+
     pub fn segments(&self) -> usize {
         self.points.len() - 1
     }

@@ -1,7 +1,7 @@
-//! An independent checker of `gpucap.solution/v1` documents, written from
-//! `docs/problem-v1.md` and not from the solver: it expands everything hour by hour,
-//! recomputes every cost, and checks coverage, limits and allowed starts. Every solve in the
-//! solver tests goes through it.
+//! An independent checker of `gpucap.solution/v1` and `/v2` documents, written from
+//! `docs/problem-v1.md` and `docs/problem-v2.md` and not from the solver: it expands everything
+//! hour by hour, recomputes every cost, and checks coverage, limits, allowed starts, purchase
+//! pieces and shared limits. Every solve in the solver tests goes through it.
 //!
 //! Include with `mod solver_check;`.
 
@@ -57,8 +57,14 @@ pub fn demand(problem: &Problem, k: usize, pool: &str) -> (Vec<u64>, Vec<u64>) {
 pub fn check(problem: &Problem, solution: &Solution) -> Result<(), String> {
     let mut errors: Vec<String> = Vec::new();
     let mut fail = |e: String| errors.push(e);
-    if solution.schema != "gpucap.solution/v1" {
-        fail(format!("schema is {}", solution.schema));
+    let v2 = problem.schema == "gpucap.problem/v2";
+    let schema = if v2 {
+        "gpucap.solution/v2"
+    } else {
+        "gpucap.solution/v1"
+    };
+    if solution.schema != schema {
+        fail(format!("schema is {}, not {schema}", solution.schema));
     }
     let no_plan =
         solution.purchases.is_empty() && solution.scenarios.iter().all(|s| s.usage.is_empty());
@@ -112,6 +118,22 @@ pub fn check(problem: &Problem, solution: &Solution) -> Result<(), String> {
         term_cost += f64::from(p.instances)
             * (offer.price_per_instance_hour * f64::from(term)
                 + offer.upfront_per_instance.unwrap_or(0.0));
+        if v2 {
+            // k pieces of min..=max instances each, each paying the cost per purchase.
+            let k = u64::from(p.pieces);
+            let n = u64::from(p.instances);
+            let min = u64::from(offer.min_purchase_instances.unwrap_or(1));
+            let max = offer.max_purchase_instances.map(u64::from);
+            if k == 0 || min * k > n || max.is_some_and(|max| n > max * k) {
+                fail(format!(
+                    "{} at {}: {n} instances cannot be {k} pieces of {min}..={max:?}",
+                    p.offer, p.start_hour
+                ));
+            }
+            term_cost += k as f64 * offer.cost_per_purchase.unwrap_or(0.0);
+        } else if p.pieces != 0 {
+            fail(format!("{}: pieces in a v1 solution", p.offer));
+        }
         let end = (u64::from(p.start_hour) + u64::from(term)).min(h as u64) as usize;
         for a in &mut active[o][(p.start_hour as usize).min(h)..end] {
             *a += u64::from(p.instances);
@@ -194,6 +216,29 @@ pub fn check(problem: &Problem, solution: &Solution) -> Result<(), String> {
                     "{} in {}: {} instances at hour {t}, limit {limit}",
                     offer.id, scenario.name, running[o][t]
                 ));
+            }
+        }
+        for limit in &problem.shared_limits {
+            for t in 0..h {
+                let used: u64 = limit
+                    .offers
+                    .iter()
+                    .filter_map(|(id, &w)| {
+                        let &o = offers.get(id.as_str())?;
+                        let n = match problem.offers[o].kind {
+                            OfferKind::Term => active[o][t],
+                            _ => running[o][t],
+                        };
+                        Some(u64::from(w) * n)
+                    })
+                    .sum();
+                if used > limit.cap {
+                    fail(format!(
+                        "shared limit {} in {} at hour {t}: {used} {} over the cap {}",
+                        limit.id, scenario.name, limit.unit, limit.cap
+                    ));
+                    break;
+                }
             }
         }
         if !close(cost, answer.cost) {

@@ -1,0 +1,243 @@
+//! Pools coupled by v2 shared limits (`docs/problem-v2.md`), solved together as one
+//! mixed-integer program.
+//!
+//! A shared limit caps, in every hour and scenario, a weighted sum of instances in use over
+//! offers that may belong to several pools. Pools are grouped by union-find over the pools of
+//! each limit's offers ([`components`]); a group of one pool without limits is solved alone as
+//! before, every other group here. Pools in different groups still share nothing, so solving
+//! the groups apart and adding their optima is exact.
+//!
+//! Within a group, each pool's model is built as usual ([`PoolModel`]) on a common timeline:
+//! every pool is cut at the breakpoints of all the others ([`Scope::cuts`], repeated until no
+//! pool adds a breakpoint), so in each segment every hour of every pool of the group faces the
+//! same demand, the same term capacity and the same limits. The second stage is separable by
+//! hour once the purchases are fixed, so one whole-number choice per segment, used in each of
+//! its hours, is as good as any hour-by-hour choice: the segment model stays exact. The models
+//! are put side by side in one program and joined by one row per limit, scenario and segment:
+//! `Σ weight × (A term instances held, or hourly instances of that scenario) ≤ cap`. Pools whose
+//! hourly offers are in a limit are modelled instance by instance (`PoolData::explicit`), as the
+//! least-cost curve without the limit is no longer the second stage's cost.
+//!
+//! What the pool preparation leaves out stays exact under shared limits: a purchase larger than
+//! its window's peak only holds more of a limit; an hourly offer in a limit is never taken as
+//! unlimited when dropping offers it would beat; and an unlimited term offer in a limit keeps
+//! its later starts (`pool::PoolData::new`).
+
+use std::time::Instant;
+
+use crate::problem::{OfferKind, Validated};
+
+use super::PoolOutcome;
+use super::diagnose;
+use super::mip::{self, Mip, MipLimits, MipStatus};
+use super::model::{Mode, PoolModel};
+use super::pool::{PoolData, Scope};
+
+/// The groups of pool indices that must be solved together: pools joined (transitively) by a
+/// shared limit. Each group is ascending, groups ordered by their first pool; the flag says
+/// whether some limit touches the group.
+pub(crate) fn components(v: &Validated) -> Vec<(Vec<usize>, bool)> {
+    let pools = v.problem().pools.len();
+    let mut parent: Vec<usize> = (0..pools).collect();
+    fn root(parent: &mut [usize], mut p: usize) -> usize {
+        while parent[p] != p {
+            parent[p] = parent[parent[p]];
+            p = parent[p];
+        }
+        p
+    }
+    let mut limited = vec![false; pools];
+    for limit in v.shared_limits() {
+        let mut first = None;
+        for &(o, _) in &limit.offers {
+            let p = v.pool_of(o);
+            limited[p] = true;
+            match first {
+                None => first = Some(p),
+                Some(f) => {
+                    let (a, b) = (root(&mut parent, f), root(&mut parent, p));
+                    parent[a.max(b)] = a.min(b);
+                }
+            }
+        }
+    }
+    let mut groups: Vec<(Vec<usize>, bool)> = Vec::new();
+    let mut index = vec![usize::MAX; pools];
+    for p in 0..pools {
+        let r = root(&mut parent, p);
+        if index[r] == usize::MAX {
+            index[r] = groups.len();
+            groups.push((Vec::new(), false));
+        }
+        let g = &mut groups[index[r]];
+        g.0.push(p);
+        g.1 |= limited[p];
+    }
+    groups
+}
+
+/// Solves the pools of `scopes` (one group of [`components`]) together; one outcome per scope,
+/// in order, or a single `Short` for the group.
+pub(crate) fn solve_group(
+    v: &Validated,
+    scopes: &[Scope],
+    options: &super::SolveOptions,
+    deadline: Option<Instant>,
+) -> Vec<PoolOutcome> {
+    let data = common_timeline(v, scopes);
+    for d in &data {
+        let over = diagnose::over_capacity(d);
+        if !over.is_empty() {
+            return vec![PoolOutcome::Short(diagnose::message(v, d, &over, true))];
+        }
+    }
+    let models: Vec<PoolModel> = data
+        .iter()
+        .map(|d| PoolModel::build(d, Mode::Cost))
+        .collect();
+    let mut mip = Mip::new();
+    let offsets: Vec<usize> = models.iter().map(|m| mip.append(&m.mip)).collect();
+    add_shared_rows(v, &data, &models, &offsets, &mut mip);
+    let limits = MipLimits {
+        time_limit: deadline.map(|d| d.saturating_duration_since(Instant::now())),
+        rel_gap: options.rel_gap,
+        log: options.solver_log,
+    };
+    let result = mip::solve(&mip, limits);
+    let constant: f64 = models.iter().map(|m| m.constant).sum();
+    tracing::debug!(
+        pools = scopes.len(),
+        columns = mip.num_cols(),
+        rows = mip.num_rows(),
+        status = ?result.status,
+        "coupled pools solved"
+    );
+    match result.status {
+        MipStatus::Optimal | MipStatus::Feasible => {
+            let proven = result.status == MipStatus::Optimal;
+            models
+                .iter()
+                .zip(&offsets)
+                .enumerate()
+                .map(|(i, (m, &offset))| PoolOutcome::Planned {
+                    plan: m.plan(&result.values[offset..offset + m.mip.num_cols()]),
+                    bound: if i == 0 { result.bound + constant } else { 0.0 },
+                    proven,
+                })
+                .collect()
+        }
+        MipStatus::NoSolution => vec![PoolOutcome::Short(format!(
+            "no plan for pools {} (coupled by shared limits) was found in the time limit; allow more time",
+            names(v, scopes)
+        ))],
+        MipStatus::Infeasible => vec![PoolOutcome::Short(format!(
+            "the demand of pools {} cannot be covered within the shared limits {}: each pool could be covered alone, but not all of them at once",
+            names(v, scopes),
+            limit_names(v, scopes)
+        ))],
+    }
+}
+
+/// Each scope's pool data, all cut at every breakpoint of the others.
+fn common_timeline(v: &Validated, scopes: &[Scope]) -> Vec<PoolData> {
+    let mut cuts: Vec<u32> = Vec::new();
+    loop {
+        let data: Vec<PoolData> = scopes
+            .iter()
+            .map(|s| {
+                PoolData::new(
+                    v,
+                    &Scope {
+                        cuts: cuts.clone(),
+                        ..s.clone()
+                    },
+                )
+            })
+            .collect();
+        let mut points: Vec<u32> = data
+            .iter()
+            .flat_map(|d| d.timeline.points().iter().copied())
+            .collect();
+        points.sort_unstable();
+        points.dedup();
+        // Cuts only grow and are hours of the horizon, so this ends.
+        if points == cuts {
+            return data;
+        }
+        cuts = points;
+    }
+}
+
+/// One row per shared limit, scenario (only the first when the limit has no hourly offer) and
+/// segment of the common timeline.
+fn add_shared_rows(
+    v: &Validated,
+    data: &[PoolData],
+    models: &[PoolModel],
+    offsets: &[usize],
+    mip: &mut Mip,
+) {
+    let problem = v.problem();
+    let slot = |pool: usize| data.iter().position(|d| d.pool == pool);
+    let timeline = &data[0].timeline;
+    for limit in v.shared_limits() {
+        let offers: Vec<(usize, usize, f64)> = limit
+            .offers
+            .iter()
+            .filter_map(|&(o, w)| Some((o, slot(v.pool_of(o))?, f64::from(w))))
+            .collect();
+        if offers.is_empty() {
+            continue;
+        }
+        let hourly = offers
+            .iter()
+            .any(|&(o, _, _)| problem.offers[o].kind != OfferKind::Term);
+        let scenarios = if hourly { data[0].scenarios() } else { 1 };
+        for k in 0..scenarios {
+            for j in 0..timeline.segments() {
+                let hour = timeline.start(j);
+                let mut entries: Vec<(usize, f64)> = Vec::new();
+                for &(o, i, w) in &offers {
+                    let model = &models[i];
+                    let column = if problem.offers[o].kind == OfferKind::Term {
+                        model.active_column(o, hour)
+                    } else {
+                        let segment = data[i].timeline.segment_at(hour);
+                        model.instance_column(k, segment, o)
+                    };
+                    if let Some(c) = column {
+                        entries.push((c + offsets[i], w));
+                    }
+                }
+                let total: f64 = entries.iter().map(|&(c, w)| w * mip.upper[c]).sum();
+                if !entries.is_empty() && total > limit.cap as f64 {
+                    mip.add_row(f64::NEG_INFINITY, limit.cap as f64, entries);
+                }
+            }
+        }
+    }
+}
+
+fn names(v: &Validated, scopes: &[Scope]) -> String {
+    let names: Vec<String> = scopes
+        .iter()
+        .map(|s| format!("`{}`", v.problem().pools[s.pool]))
+        .collect();
+    names.join(", ")
+}
+
+fn limit_names(v: &Validated, scopes: &[Scope]) -> String {
+    let problem = v.problem();
+    let names: Vec<String> = problem
+        .shared_limits
+        .iter()
+        .zip(v.shared_limits())
+        .filter(|(_, l)| {
+            l.offers
+                .iter()
+                .any(|&(o, _)| scopes.iter().any(|s| s.pool == v.pool_of(o)))
+        })
+        .map(|(def, l)| format!("`{}` ({} {})", def.id, l.cap, def.unit))
+        .collect();
+    names.join(", ")
+}
