@@ -141,19 +141,49 @@ fn the_quickstart_buys_nothing_larger_than_sold_shares_limits_once_and_checks_qu
         );
     }
 
-    // A quota over every on-demand and spot run.
+    // A quota over every on-demand and spot run, and the plan within each one (those the
+    // problem leaves out because their offers could never use them all included).
     let runs: Vec<_> = plan.actions.iter().filter(|a| a.kind.is_run()).collect();
     assert!(runs.iter().any(|a| a.kind == ActionKind::RunOnDemand));
-    for a in runs {
+    for a in &runs {
         assert!(
-            problem
-                .shared_limits
-                .iter()
-                .any(|l| l.id.starts_with("quota:") && l.offers.contains_key(&a.offer)),
+            plan.quotas.iter().any(|q| q.offers.contains_key(&a.offer)),
             "run {} ({}) is not checked against any quota",
             a.id,
             a.offer
         );
+    }
+    for q in &plan.quotas {
+        let mut used = vec![0u64; hours];
+        for a in plan
+            .actions
+            .iter()
+            .filter(|a| a.kind != ActionKind::Release)
+        {
+            if let Some(&w) = q.offers.get(&a.offer) {
+                for h in a.start_hour as usize..(a.end_hour as usize).min(hours) {
+                    used[h] += u64::from(w) * u64::from(a.instances);
+                }
+            }
+        }
+        let most = used.iter().max().copied().unwrap_or(0);
+        assert!(
+            most <= q.value,
+            "{}: {most} of {} {}",
+            q.quota,
+            q.value,
+            q.unit
+        );
+        if q.limiting {
+            assert!(
+                problem
+                    .shared_limits
+                    .iter()
+                    .any(|l| l.id == format!("quota:{}", q.quota)),
+                "{}",
+                q.quota
+            );
+        }
     }
 }
 

@@ -234,7 +234,9 @@ fn make_with(
     tracing::info!("solved in {:.2} s", started.elapsed().as_secs_f64());
     let mut validated = validated;
     let mut quota_increases = Vec::new();
-    if !planned.quotas.is_empty() && solution.status != problem::Status::Feasible {
+    // Only quotas the problem carries can hold the plan back (the others could never be used
+    // up), and a plan that stopped at its time limit is not compared.
+    if planned.quotas.iter().any(|q| q.binding) && solution.status != problem::Status::Feasible {
         // What more quota would do: needed to cover the demand, or cheaper.
         progress.step("solving again without the quotas, to see what more quota would do");
         let relaxed_problem = quota::without_quotas(&planned.problem, &planned.quotas);

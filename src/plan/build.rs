@@ -434,6 +434,19 @@ pub fn build(inputs: PlanInputs<'_>) -> Result<Plan, BuildError> {
         campaigns: campaign_refs(demand, campaigns),
         quotes,
         assumptions: planned.assumptions.clone(),
+        quotas: planned
+            .quotas
+            .iter()
+            .map(|q| super::QuotaCheck {
+                quota: q.quota.to_string(),
+                title: q.title.clone(),
+                unit: q.unit.as_str().into(),
+                value: q.value,
+                source: q.origin.as_str().into(),
+                offers: q.offers.clone(),
+                limiting: q.binding,
+            })
+            .collect(),
         quota_increases: Vec::new(),
         gates: Default::default(),
         state: None,

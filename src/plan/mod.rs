@@ -51,6 +51,9 @@ pub struct Plan {
     pub quotes: Vec<Quote>,
     /// Modelling assumptions that were not in any price list (spot overhead, booking windows).
     pub assumptions: Vec<String>,
+    /// The quotas the plan was checked against, and what each offer uses of them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub quotas: Vec<QuotaCheck>,
     /// Quota increases to request: needed to cover the demand, or saving money.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub quota_increases: Vec<QuotaIncrease>,
@@ -317,6 +320,24 @@ pub fn piece_id(action: &str, n: u32, count: u32) -> String {
     }
 }
 
+/// A quota the plan keeps within.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QuotaCheck {
+    /// `cloud/region/name`, e.g. `aws/us-east-1/L-417A185B`.
+    pub quota: String,
+    pub title: String,
+    /// `vCPUs` or `GPUs`.
+    pub unit: String,
+    pub value: u64,
+    /// `config`, `live` or `default`.
+    pub source: String,
+    /// Problem offer id → what one instance uses of the quota.
+    pub offers: std::collections::BTreeMap<String, u32>,
+    /// `false`: the offers could never use it all (their pools' peak demand is within it), so
+    /// the problem leaves it out; the plan is within it whatever it buys.
+    pub limiting: bool,
+}
+
 /// A quota the plan needs raised (to cover demand) or would save money with: how much, by
 /// when, and why. The gates see these (`input.quota_increases`); a plan that depends on one
 /// (`needed`) is denied until the higher quota is granted and set in `[quotas]`.
@@ -428,6 +449,7 @@ pub(crate) mod tests {
             campaigns: Vec::new(),
             quotes: Vec::new(),
             assumptions: Vec::new(),
+            quotas: Vec::new(),
             quota_increases: Vec::new(),
             gates: Decisions::default(),
             state: None,

@@ -34,6 +34,23 @@ pub struct Member {
     pub cloud: Cloud,
     pub kind: PurchaseKind,
     pub draw: Option<QuotaDraw>,
+    /// The most instances of this offer a plan could ever use: its own limit, or its pool's
+    /// peak demand in whole instances (more would cost more and serve nothing).
+    pub useful: Option<u64>,
+}
+
+/// Whether a limit over `members` (weights by offer) can never be reached: the most all of them
+/// could ever use together is within `cap`. Such a limit constrains nothing and stays out of
+/// the problem (it only makes the solve harder); the plan still lists it as checked.
+fn cannot_bind(members: &[&Member], weight: impl Fn(&Member) -> u64, cap: u64) -> bool {
+    let mut most = 0u64;
+    for m in members {
+        let Some(u) = m.useful else {
+            return false;
+        };
+        most = most.saturating_add(weight(m).saturating_mul(u));
+    }
+    most <= cap
 }
 
 /// Where a quota's value came from.
@@ -80,13 +97,17 @@ impl QuotaBook {
 /// A quota the problem keeps within.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct QuotaLimit {
-    /// The shared limit's id in the problem.
+    /// The shared limit's id in the problem (absent from it when it cannot bind).
     pub limit: String,
     pub quota: QuotaId,
     pub title: String,
     pub unit: QuotaUnit,
     pub value: u64,
     pub origin: QuotaOrigin,
+    /// Problem offer id → what one instance uses of the quota.
+    pub offers: BTreeMap<String, u32>,
+    /// Whether the problem carries it: `false` when the offers could never use it all.
+    pub binding: bool,
 }
 
 /// The shared limits over `members`, and the quotas among them.
@@ -103,7 +124,7 @@ pub fn shared_limits(members: &[Member], book: &QuotaBook) -> (Vec<SharedLimit>,
         let Some(cap) = group.iter().filter_map(|m| m.offering_cap).min() else {
             continue;
         };
-        if pools.len() < 2 {
+        if pools.len() < 2 || cannot_bind(group, |_| 1, u64::from(cap)) {
             continue;
         }
         out.push(SharedLimit {
@@ -123,16 +144,16 @@ pub fn shared_limits(members: &[Member], book: &QuotaBook) -> (Vec<SharedLimit>,
         let Some(cap) = rule.account_cap else {
             continue;
         };
-        let offers: BTreeMap<String, u32> = members
+        let drawing: Vec<&Member> = members
             .iter()
             .filter(|m| {
                 m.cloud == rule.cloud && Instrument::of(m.kind, None) == Some(rule.instrument)
             })
-            .map(|m| (m.offer.clone(), 1))
             .collect();
-        if offers.is_empty() {
+        if drawing.is_empty() || cannot_bind(&drawing, |_| 1, u64::from(cap.instances)) {
             continue;
         }
+        let offers: BTreeMap<String, u32> = drawing.iter().map(|m| (m.offer.clone(), 1)).collect();
         out.push(SharedLimit {
             id: format!("cap:{}/{}", rule.cloud, slug(rule.name)),
             unit: "instances".into(),
@@ -146,20 +167,39 @@ pub fn shared_limits(members: &[Member], book: &QuotaBook) -> (Vec<SharedLimit>,
     }
 
     // Quotas.
-    let mut by_quota: BTreeMap<&QuotaId, (&QuotaDraw, BTreeMap<String, u32>)> = BTreeMap::new();
+    let mut by_quota: BTreeMap<&QuotaId, (&QuotaDraw, Vec<&Member>)> = BTreeMap::new();
     for m in members {
         if let Some(d) = &m.draw {
             by_quota
                 .entry(&d.quota)
-                .or_insert_with(|| (d, BTreeMap::new()))
+                .or_insert_with(|| (d, Vec::new()))
                 .1
-                .insert(m.offer.clone(), d.per_instance.max(1));
+                .push(m);
         }
     }
     let mut quota_limits = Vec::new();
-    for (id, (draw, offers)) in by_quota {
+    for (id, (draw, drawing)) in by_quota {
         let (value, origin) = book.value(draw);
         let limit = format!("{QUOTA_PREFIX}{id}");
+        let weight = |m: &Member| m.draw.as_ref().map_or(1, |d| d.per_instance.max(1));
+        let offers: BTreeMap<String, u32> = drawing
+            .iter()
+            .map(|m| (m.offer.clone(), weight(m) as u32))
+            .collect();
+        let binding = !cannot_bind(&drawing, |m| u64::from(weight(m)), value);
+        quota_limits.push(QuotaLimit {
+            limit: limit.clone(),
+            quota: id.clone(),
+            title: draw.title.clone(),
+            unit: draw.unit,
+            value,
+            origin,
+            offers: offers.clone(),
+            binding,
+        });
+        if !binding {
+            continue;
+        }
         out.push(SharedLimit {
             id: limit.clone(),
             unit: draw.unit.as_str().into(),
@@ -173,14 +213,6 @@ pub fn shared_limits(members: &[Member], book: &QuotaBook) -> (Vec<SharedLimit>,
                 draw.unit.as_str(),
                 origin.as_str()
             )),
-        });
-        quota_limits.push(QuotaLimit {
-            limit,
-            quota: id.clone(),
-            title: draw.title.clone(),
-            unit: draw.unit,
-            value,
-            origin,
         });
     }
     (out, quota_limits)
@@ -211,6 +243,7 @@ mod tests {
                 8,
                 kind,
             ),
+            useful: None,
         }
     }
 
@@ -268,5 +301,29 @@ mod tests {
             (quotas[0].value, quotas[0].origin),
             (1536, QuotaOrigin::Default)
         );
+    }
+
+    #[test]
+    fn a_limit_the_offers_could_never_reach_stays_out_of_the_problem() {
+        let mut members = [
+            member("a/od", "a", PurchaseKind::OnDemand, None),
+            member("b/od", "b", PurchaseKind::OnDemand, None),
+        ];
+        // 8 + 8 instances of 192 vCPUs at most: 3,072, within a quota of 3,072.
+        members[0].useful = Some(8);
+        members[1].useful = Some(8);
+        let mut book = QuotaBook::default();
+        book.config
+            .limits
+            .insert("aws/us-east-1/L-417A185B".into(), 3072);
+        let (limits, quotas) = shared_limits(&members, &book);
+        assert!(limits.is_empty(), "{limits:?}");
+        assert!(!quotas[0].binding);
+        assert_eq!(quotas[0].offers.len(), 2);
+        // One more instance's worth and it can bind.
+        members[1].useful = Some(9);
+        let (limits, quotas) = shared_limits(&members, &book);
+        assert_eq!(limits.len(), 1);
+        assert!(quotas[0].binding);
     }
 }

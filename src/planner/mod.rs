@@ -125,6 +125,29 @@ pub fn build_with(
     let mut kinds_seen = std::collections::BTreeSet::new();
     let mut members = Vec::new();
     let mut unquoted = std::collections::BTreeSet::new();
+    // Each pool's most GPUs in any hour and scenario (firm peak plus flex peak, a bound): no
+    // offer of the pool is ever worth more instances than this.
+    let peaks: BTreeMap<String, u64> = demand
+        .pools
+        .iter()
+        .enumerate()
+        .map(|(p, pool)| {
+            let most = |segments: &[problem::Segment]| {
+                segments
+                    .iter()
+                    .map(|s| u64::from(s.value()))
+                    .max()
+                    .unwrap_or(0)
+            };
+            let peak = demand
+                .scenarios
+                .iter()
+                .map(|s| most(&s.pools[p].firm) + most(&s.pools[p].flex))
+                .max()
+                .unwrap_or(0);
+            (pool.id.clone(), peak)
+        })
+        .collect();
 
     let mut add =
         |o: problem::Offer, info: OfferInfo, accelerator: gpucap_provider::Accelerator| {
@@ -161,6 +184,15 @@ pub fn build_with(
                 cloud: info.cloud,
                 kind: info.purchase,
                 draw,
+                useful: {
+                    let need = peaks
+                        .get(&o.pool)
+                        .map(|&g| g.div_ceil(u64::from(o.gpus_per_instance.max(1))));
+                    match (o.max_instances.map(u64::from), need) {
+                        (Some(a), Some(b)) => Some(a.min(b)),
+                        (a, b) => a.or(b),
+                    }
+                },
             });
             infos.insert(o.id.clone(), info);
             problem_offers.push(o);
