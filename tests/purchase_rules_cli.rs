@@ -11,9 +11,6 @@ use gpucap::problem::Problem;
 use gpucap_provider::purchase_rules;
 use gpucap_provider::{Cloud, PurchaseKind};
 
-#[path = "support/data.rs"]
-mod data;
-
 const NOW: &str = "2026-12-15T00:00:00Z";
 
 fn root() -> &'static Path {
@@ -24,8 +21,7 @@ fn quickstart() -> PathBuf {
     root().join("examples/quickstart/gpucap.toml")
 }
 
-/// The quickstart planned with the catalog's spot prices imported (so that it has spot runs),
-/// and the problem it emitted.
+/// The quickstart planned (offline, on the built-in snapshot), and the problem it emitted.
 fn plan(config: &Path) -> (Plan, Problem, String) {
     let dir = tempfile::tempdir().expect("tempdir");
     let problem_path = dir.path().join("problem.json");
@@ -40,12 +36,6 @@ fn plan(config: &Path) -> (Plan, Problem, String) {
         .arg(config)
         .args(["plan", "--now", NOW, "--format", "json", "--emit-problem"])
         .arg(&problem_path);
-    for f in [
-        "catalog/aws_vms_accelerators_subset.csv",
-        "catalog/gcp_vms_accelerators_subset.csv",
-    ] {
-        cmd.arg("--import").arg(data::file(f));
-    }
     let out = cmd.output().expect("run gpucap");
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     let plan: Plan =
