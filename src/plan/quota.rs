@@ -199,6 +199,8 @@ mod tests {
             unit: QuotaUnit::Vcpus,
             value: 1536,
             origin: QuotaOrigin::Default,
+            offers: [("od".to_string(), 192), ("res".to_string(), 192)].into(),
+            binding: true,
         }];
         assert!(without_quotas(&problem, &quotas).shared_limits.is_empty());
         let relaxed: Solution = Solution {

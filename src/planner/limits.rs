@@ -184,7 +184,7 @@ pub fn shared_limits(members: &[Member], book: &QuotaBook) -> (Vec<SharedLimit>,
         let weight = |m: &Member| m.draw.as_ref().map_or(1, |d| d.per_instance.max(1));
         let offers: BTreeMap<String, u32> = drawing
             .iter()
-            .map(|m| (m.offer.clone(), weight(m) as u32))
+            .map(|m| (m.offer.clone(), weight(m)))
             .collect();
         let binding = !cannot_bind(&drawing, |m| u64::from(weight(m)), value);
         quota_limits.push(QuotaLimit {
