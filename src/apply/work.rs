@@ -2,9 +2,11 @@
 //! done, turned into units of work the executor carries out one by one. Pure: the plan, the
 //! state, the launch settings and the time in; a list of [`Work`] out.
 //!
-//! - A capacity block larger than one block can hold is split into [`MAX_BLOCK_INSTANCES`]
-//!   parts, each its own purchase with its own id (`<action>#<n>`), so a crash between two
-//!   parts leaves the state saying exactly which were bought.
+//! - A purchase larger than the cloud sells in one piece is bought as the pieces the plan lists
+//!   (`Action::pieces`; for a plan without them, the cloud's purchase rule,
+//!   [`gpucap_provider::purchase_rules`], splits it the same way: 71 AWS block instances are
+//!   64 + 7), each its own purchase with its own id (`<action>#<n>`), so a crash between two
+//!   pieces leaves the state saying exactly which were bought.
 //! - Runs are not bought: they are the size of a pool. Every pool the plan runs instances in
 //!   gets one [`PoolWork`] with the size the plan runs *now* (on-demand and spot), so a pool
 //!   whose runs are over is scaled to zero by the same rule.
@@ -22,9 +24,6 @@ use crate::plan::due::DueAction;
 use crate::plan::{Action, ActionKind, Plan};
 use crate::state::{ManagedResource, ResourceStatus, State};
 use crate::timespec;
-
-/// The most instances one AWS capacity block holds (p5/p5e/p5en/trn2: 64).
-pub const MAX_BLOCK_INSTANCES: u32 = 64;
 
 /// The clouds apply can act on (for some kinds of action, see [`cannot_act`]).
 pub const ACT_CLOUDS: &[&str] = &["aws", "azure", "gcp"];
@@ -135,11 +134,7 @@ pub struct Todo {
 
 /// The id of part `n` (from 1) of `parts`.
 pub fn part_id(action: &str, n: u32, parts: u32) -> String {
-    if parts <= 1 {
-        action.to_string()
-    } else {
-        format!("{action}#{n}")
-    }
+    crate::plan::piece_id(action, n, parts)
 }
 
 /// Whether a state resource was made for `action` (whole or a part of it).
@@ -155,15 +150,9 @@ fn live(r: &ManagedResource) -> bool {
     !matches!(r.status, ResourceStatus::Released)
 }
 
-/// Splits `instances` into parts of at most `max` as even as possible (largest first).
-pub fn split(instances: u32, max: u32) -> Vec<u32> {
-    if instances == 0 || max == 0 {
-        return Vec::new();
-    }
-    let parts = instances.div_ceil(max);
-    let base = instances / parts;
-    let extra = instances % parts;
-    (0..parts).map(|i| base + u32::from(i < extra)).collect()
+/// The pieces `a` is bought as ([`Action::piece_sizes`]).
+pub fn pieces(a: &Action) -> Vec<u32> {
+    a.piece_sizes()
 }
 
 /// The work for the due purchases and releases, and the pools at `now`.
@@ -194,11 +183,7 @@ pub fn todo(
                 } else {
                     ResourceKind::CapacityBlock
                 };
-                let sizes = if kind == ResourceKind::CapacityBlock {
-                    split(a.instances, MAX_BLOCK_INSTANCES)
-                } else {
-                    vec![a.instances]
-                };
+                let sizes = pieces(a);
                 let parts = u32::try_from(sizes.len()).unwrap_or(u32::MAX);
                 let mut any = false;
                 for (n, instances) in (1..).zip(sizes) {

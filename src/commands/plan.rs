@@ -25,6 +25,7 @@ use crate::plan::Plan;
 use crate::plan::build::{PlanInputs, build};
 use crate::plan::fingerprint::{EXISTING_CAPACITY, FingerprintBuilder};
 use crate::plan::gates;
+use crate::plan::quota;
 use crate::planner::{self, ExistingCapacity, Planned};
 use crate::problem;
 use crate::solver::{self, SolveOptions};
@@ -235,12 +236,54 @@ fn make_with(
         ..SolveOptions::default()
     };
     let started = Instant::now();
-    let solution = solver::solve(&validated, &options);
+    let mut solution = solver::solve(&validated, &options);
     tracing::info!("solved in {:.2} s", started.elapsed().as_secs_f64());
     if solution.status == crate::problem::Status::Feasible
         && let Some(message) = &solution.message
     {
         progress.warn(message);
+    }
+    let mut validated = validated;
+    let mut quota_increases = Vec::new();
+    // Only quotas the problem carries can hold the plan back (the others could never be used
+    // up), and a plan that stopped at its time limit is not compared.
+    if planned.quotas.iter().any(|q| q.binding) && solution.status != problem::Status::Feasible {
+        // What more quota would do: needed to cover the demand, or cheaper.
+        progress.step("solving again without the quotas, to see what more quota would do");
+        let relaxed_problem = quota::without_quotas(&planned.problem, &planned.quotas);
+        let relaxed_valid = problem::validate(relaxed_problem)
+            .map_err(|e| anyhow::anyhow!("gpucap built an invalid problem (a bug): {e}"))?;
+        let relaxed = solver::solve(&relaxed_valid, &options);
+        let why = match (solution.status, relaxed.status) {
+            (problem::Status::Infeasible, problem::Status::Optimal | problem::Status::Feasible) => {
+                Some(quota::Why::Needed)
+            }
+            (problem::Status::Optimal, problem::Status::Optimal)
+                if solution.expected_cost - relaxed.expected_cost >= 1.0 =>
+            {
+                Some(quota::Why::Saves(
+                    solution.expected_cost - relaxed.expected_cost,
+                ))
+            }
+            _ => None,
+        };
+        if let Some(why) = why {
+            quota_increases = quota::increases(
+                &planned.problem,
+                &planned.quotas,
+                &relaxed,
+                &demand.horizon,
+                now,
+                why,
+            );
+            if why == quota::Why::Needed {
+                progress.warn(
+                    "the demand cannot be covered within the quotas: the plan depends on the quota increases it lists",
+                );
+                solution = relaxed;
+                validated = relaxed_valid;
+            }
+        }
     }
     // The baselines solve the pools again; their progress would only confuse.
     let options = SolveOptions {
@@ -275,6 +318,7 @@ fn make_with(
         )
     })?;
 
+    plan.quota_increases = quota_increases;
     progress.step("evaluating the budget gates");
     plan.gates = gates::evaluate(&policies.engine, &project.config.budget, &plan, now)
         .map_err(crate::commands::policy::input)?;
