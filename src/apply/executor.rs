@@ -1169,7 +1169,7 @@ impl<'a> Executor<'a> {
                 releases: None,
             };
             let intent = self
-                .begin(&id, "autoscaling:CreateAutoScalingGroup", &request)
+                .begin(&id, pool_api(&pool.cloud, false), &request)
                 .await?;
             let (result, last) = self
                 .repeatable(&intent, || cloud.ensure_pool(&spec, &id, false))
@@ -1243,7 +1243,7 @@ impl<'a> Executor<'a> {
             releases: None,
         };
         let intent = self
-            .begin(&id, "autoscaling:UpdateAutoScalingGroup", &request)
+            .begin(&id, pool_api(cloud_name, true), &request)
             .await?;
         let (result, last) = self
             .repeatable(&intent, || cloud.scale_pool(region, name, size, false))
@@ -1283,6 +1283,16 @@ fn reservation_api(cloud: &str, cancel: bool) -> &'static str {
         ("gcp", true) => "gcp:reservations.delete",
         (_, false) => "ec2:CreateCapacityReservation",
         (_, true) => "ec2:CancelCapacityReservation",
+    }
+}
+
+/// The journal's name of a pool create (or resize) on `cloud`.
+fn pool_api(cloud: &str, resize: bool) -> &'static str {
+    match (cloud, resize) {
+        ("gcp", false) => "gcp:regionInstanceGroupManagers.insert",
+        ("gcp", true) => "gcp:regionInstanceGroupManagers.resize",
+        (_, false) => "autoscaling:CreateAutoScalingGroup",
+        (_, true) => "autoscaling:UpdateAutoScalingGroup",
     }
 }
 

@@ -28,11 +28,15 @@
 
 pub mod names;
 mod ops;
+mod pools;
 mod reservations;
 
 use std::time::Duration;
 
-use google_cloud_compute_v1::client::{Reservations as ReservationsClient, ZoneOperations};
+use google_cloud_compute_v1::client::{
+    RegionInstanceGroupManagers, RegionInstanceTemplates, RegionOperations,
+    Reservations as ReservationsClient, ZoneOperations,
+};
 use google_cloud_gax::retry_policy::NeverRetry;
 use gpucap_provider::capacity::{ActError, ActErrorKind, ActResult};
 
@@ -113,6 +117,9 @@ pub struct GcpCapacity {
     config: GcpCapacityConfig,
     reservations: ReservationsClient,
     operations: ZoneOperations,
+    templates: RegionInstanceTemplates,
+    groups: RegionInstanceGroupManagers,
+    region_operations: RegionOperations,
 }
 
 impl std::fmt::Debug for GcpCapacity {
@@ -142,15 +149,30 @@ impl GcpCapacity {
             .with_credentials(creds.clone())
             .with_retry_policy(NeverRetry);
         let mut operations = ZoneOperations::builder()
+            .with_credentials(creds.clone())
+            .with_retry_policy(NeverRetry);
+        let mut templates = RegionInstanceTemplates::builder()
+            .with_credentials(creds.clone())
+            .with_retry_policy(NeverRetry);
+        let mut groups = RegionInstanceGroupManagers::builder()
+            .with_credentials(creds.clone())
+            .with_retry_policy(NeverRetry);
+        let mut region_operations = RegionOperations::builder()
             .with_credentials(creds)
             .with_retry_policy(NeverRetry);
         if let Some(url) = &config.endpoint {
             reservations = reservations.with_endpoint(url);
             operations = operations.with_endpoint(url);
+            templates = templates.with_endpoint(url);
+            groups = groups.with_endpoint(url);
+            region_operations = region_operations.with_endpoint(url);
         }
         Ok(GcpCapacity {
             reservations: reservations.build().await.map_err(build_err)?,
             operations: operations.build().await.map_err(build_err)?,
+            templates: templates.build().await.map_err(build_err)?,
+            groups: groups.build().await.map_err(build_err)?,
+            region_operations: region_operations.build().await.map_err(build_err)?,
             config,
         })
     }
