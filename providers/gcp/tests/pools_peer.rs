@@ -281,6 +281,16 @@ fn a_dropped_insert_and_throttling_are_settled_by_name_without_a_second_create()
         1,
         "never inserted twice"
     );
+    assert_eq!(
+        peer.calls("groups.insert"),
+        1,
+        "the lost insert was found by name"
+    );
+    assert_eq!(
+        peer.calls("templates.insert"),
+        2,
+        "the throttled one did nothing"
+    );
     assert_eq!(peer.record()["fault_counts"]["drop_response"], 1);
 }
 
@@ -317,5 +327,10 @@ fn a_dry_run_reads_only() {
         .unwrap_err();
     assert_eq!(e.kind, ActErrorKind::DryRunOk, "{e}");
     assert_eq!(peer.calls("groups.get"), 1);
+    let e = rt
+        .block_on(g.scale_pool(REGION, POOL, size(2, 1), true))
+        .unwrap_err();
+    assert_eq!(e.kind, ActErrorKind::DryRunOk, "{e}");
     assert!(peer.templates().is_empty() && peer.groups().is_empty());
+    assert_eq!(peer.calls("groups.resize"), 0);
 }

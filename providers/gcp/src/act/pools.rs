@@ -547,6 +547,17 @@ impl GcpCapacity {
     async fn scale(&self, region: &str, pool: &str, size: PoolSize, dry_run: bool) -> ActResult {
         let name = names::pool_resource_name(pool, false);
         let Some(group) = self.group(region, &name).await? else {
+            if dry_run {
+                // A dry run of a new pool: `ensure_pool` would have made it first.
+                return Err(refuse(
+                    RESIZE,
+                    ActErrorKind::DryRunOk,
+                    format!(
+                        "{region}/{name} does not exist yet; once made it would run {} on-demand and {} spot",
+                        size.on_demand, size.spot
+                    ),
+                ));
+            }
             return Err(refuse(
                 RESIZE,
                 ActErrorKind::NotFound,
@@ -673,9 +684,10 @@ impl GcpCapacity {
                 kind,
                 code: Some(code).filter(|c| !c.is_empty()),
                 message: format!(
-                    "{running} of {} instance(s) run ({}); {message}; the group keeps its target size and keeps trying, and the next `gpucap apply` looks again",
+                    "{running} of {} instance(s) run ({}): {}. The group keeps its target size and keeps trying, and the next `gpucap apply` looks again",
                     size.on_demand + size.spot,
-                    shortfall.join(", ")
+                    shortfall.join(", "),
+                    message.trim_end().trim_end_matches('.')
                 ),
                 request_id,
             });
