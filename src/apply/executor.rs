@@ -15,7 +15,9 @@
 //!   token names the reservation, and the provider looks that name up (GET) before every
 //!   PUT, so an attempt after an unknown outcome finds what the lost one made. On GCP the
 //!   token names the reservation too and is the insert's `requestId` (as a UUID v5); the name
-//!   is looked up before every insert, and a 409 `alreadyExists` is resolved by name.
+//!   is looked up before every insert, and a 409 `alreadyExists` is resolved by name. GCP
+//!   pools (instance template and managed instance group) are named from the pool, looked up
+//!   before every insert, and carry `requestId`s from the same token.
 //! - **Retries only where safe.** Quotes, lookups, tokenised creates, pool changes and
 //!   cancels are retried on throttling and server errors with backon (exponential backoff with
 //!   jitter). Insufficient capacity is remembered ([`IceCache`]) and never retried blindly.

@@ -335,7 +335,8 @@ impl GcpCapacity {
             })
             .collect();
         body.distribution_policy = Some(distribution);
-        // Required with the ANY_SINGLE_ZONE shape: the group never moves instances by itself.
+        // Proactive redistribution off: a training job's machines are never moved between
+        // zones behind its back (only EVEN needs it to keep its shape).
         let mut update = InstanceGroupManagerUpdatePolicy::default();
         update.instance_redistribution_type =
             Some(instance_group_manager_update_policy::InstanceRedistributionType::None);
