@@ -19,6 +19,19 @@
 //!   resets and 5xx retried;
 //! - `gpucap release` deletes an idle reservation no campaign needs, after two looks; keeps
 //!   one an instance uses; never touches one it did not make.
+//!
+//! Pools: [`Project::with_pool`] adds launch settings and an on-demand run from now, so apply
+//! makes the pool's instance template and managed instance group and sizes it:
+//!
+//! - one template and one group, at the planned size with every instance running (counted by
+//!   the peer's `listManagedInstances`), each inserted once; a re-run sends nothing;
+//! - killed after every journal record and re-run: still each exactly once;
+//! - a dropped group insert, throttled inserts, gets and resizes and a failed wait: settled by
+//!   name, no second insert;
+//! - instances stuck `CREATING` with `ZONE_RESOURCE_POOL_EXHAUSTED`: reported as a capacity
+//!   shortfall ("0 of 3"), not done;
+//! - `gpucap release` scales the pool to zero once no campaign needs it, and leaves a group it
+//!   did not make alone.
 
 #[path = "support/gce_peer.rs"]
 mod gce_peer;
@@ -772,4 +785,40 @@ fn instances_that_cannot_be_created_are_a_capacity_shortfall_not_success() {
     assert_eq!(g["targetSize"], RUN_INSTANCES);
     assert_eq!(g["_running"], 0);
     assert_eq!(peer.calls("groups.resize"), 1);
+}
+
+#[test]
+fn release_scales_a_pool_no_campaign_needs_to_zero() {
+    let project = Project::with_pool();
+    let peer = GcePeer::start(&json!({}));
+    let run = project.apply(&peer, &[]);
+    assert!(run.status.success(), "{}", text(&run.stderr));
+    assert_pool_once(&peer, "applied");
+    // Someone else's group in the same region is never touched.
+    peer.seed_group(
+        "us-central1",
+        "gpucap-h100-gcp-us-central1-team",
+        "a3-highgpu-1g",
+        2,
+        None,
+    );
+
+    let released = project.release(&peer, AFTER, &["--auto-approve"]);
+    let out = text(&released.stdout);
+    assert!(
+        released.status.success(),
+        "{out}\n{}",
+        text(&released.stderr)
+    );
+    let groups = peer.groups();
+    let ours = groups.iter().find(|g| g["name"] == POOL_NAME).unwrap();
+    assert_eq!(ours["targetSize"], 0, "{out}");
+    assert_eq!(ours["_running"], 0);
+    let theirs = groups
+        .iter()
+        .find(|g| g["name"] == "gpucap-h100-gcp-us-central1-team")
+        .unwrap();
+    assert_eq!(theirs["targetSize"], 2);
+    assert_eq!(peer.counts("group_resizes").get(POOL_NAME), Some(&2));
+    assert_eq!(peer.counts("groups_created").len(), 1, "nothing made");
 }
