@@ -647,7 +647,12 @@ fn a_plan_with_a_gcp_run_makes_one_template_and_one_group_of_the_planned_size() 
     let run = project.apply(&peer, &[]);
     let (out, err) = (text(&run.stdout), text(&run.stderr));
     assert!(run.status.success(), "{out}\n{err}");
-    assert!(out.contains(POOL_NAME), "{out}");
+    assert!(
+        out.contains(&format!(
+            "sized {POOL_NAME} to 3 on-demand + 0 spot x a3-highgpu-1g; 3 running"
+        )),
+        "{out}"
+    );
     assert_created_once(&peer, "reservations beside the pool");
     assert_pool_once(&peer, "first run");
     let t = &peer.templates()[0];

@@ -1264,8 +1264,14 @@ impl<'a> Executor<'a> {
                     r.instances = size.on_demand + size.spot;
                     self.dirty = true;
                 }
+                // GCP answers only once it has counted the instances that run
+                // (`listManagedInstances`); AWS's count is from before the update.
+                let running = match (cloud_name, done.resource.in_use) {
+                    ("gcp", Some(n)) => format!("; {n} running"),
+                    _ => String::new(),
+                };
                 Ok(Outcome::Done {
-                    detail: format!("sized {name} to {words}"),
+                    detail: format!("sized {name} to {words}{running}"),
                     cost: 0.0,
                 })
             }
