@@ -134,17 +134,22 @@ pub struct ApplySettings {
     pub gcp_project: Option<String>,
 }
 
-/// How a pool's instances launch on AWS.
+/// How a pool's instances launch (AWS; GCP reads the same fields, see each).
 #[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct LaunchSettings {
-    /// The machine image (`ami-…`).
+    /// The machine image (`ami-…`; on GCP the boot disk's source image, e.g.
+    /// `projects/deeplearning-platform-release/global/images/family/common-cu124`).
     pub image: String,
-    /// Subnets the Auto Scaling group spans (`subnet-…`); at least one.
+    /// Subnets the Auto Scaling group spans (`subnet-…`); at least one. On GCP the first is
+    /// the instances' subnetwork (`regions/<region>/subnetworks/<name>`).
     pub subnets: Vec<String>,
+    /// Security groups (`sg-…`); on GCP the instances' network tags, which firewall rules
+    /// select.
     #[serde(default)]
     pub security_groups: Vec<String>,
     /// The group's maximum size. Default: the most instances the plan ever runs in the pool.
+    /// (A GCP managed instance group has no maximum without an autoscaler; unused there.)
     #[serde(default)]
     pub max_size: Option<u32>,
 }

@@ -20,7 +20,7 @@
 mod azure_peer;
 
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -46,7 +46,11 @@ impl Project {
     /// reservations due now.
     fn new() -> Project {
         let dir = tempfile::tempdir().unwrap();
-        let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/apply-offline");
+        let example = std::path::PathBuf::from(
+            std::env::var_os("CARGO_MANIFEST_DIR")
+                .expect("CARGO_MANIFEST_DIR, which cargo sets when it runs the tests"),
+        )
+        .join("examples/apply-offline");
         std::fs::copy(
             example.join("campaigns.yaml"),
             dir.path().join("campaigns.yaml"),

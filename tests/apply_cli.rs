@@ -17,7 +17,7 @@ mod ec2_peer;
 mod python;
 
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -35,7 +35,11 @@ impl Project {
     /// The offline-apply example, copied into a temporary directory.
     fn new() -> Project {
         let dir = tempfile::tempdir().unwrap();
-        let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/apply-offline");
+        let example = std::path::PathBuf::from(
+            std::env::var_os("CARGO_MANIFEST_DIR")
+                .expect("CARGO_MANIFEST_DIR, which cargo sets when it runs the tests"),
+        )
+        .join("examples/apply-offline");
         for f in ["gpucap.toml", "campaigns.yaml"] {
             std::fs::copy(example.join(f), dir.path().join(f))
                 .unwrap_or_else(|e| panic!("{}: {e}", example.join(f).display()));
@@ -108,7 +112,11 @@ fn text(b: &[u8]) -> String {
 
 /// The peer's offerings for a plan: `examples/apply-offline/offerings.py`.
 fn offerings(project: &Project, plan: &str) -> Value {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/apply-offline/offerings.py");
+    let script = std::path::PathBuf::from(
+        std::env::var_os("CARGO_MANIFEST_DIR")
+            .expect("CARGO_MANIFEST_DIR, which cargo sets when it runs the tests"),
+    )
+    .join("examples/apply-offline/offerings.py");
     let out = Command::new("python3")
         .arg(&script)
         .arg(project.path(plan))

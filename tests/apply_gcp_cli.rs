@@ -19,12 +19,25 @@
 //!   resets and 5xx retried;
 //! - `gpucap release` deletes an idle reservation no campaign needs, after two looks; keeps
 //!   one an instance uses; never touches one it did not make.
+//!
+//! Pools: [`Project::with_pool`] adds launch settings and an on-demand run from now, so apply
+//! makes the pool's instance template and managed instance group and sizes it:
+//!
+//! - one template and one group, at the planned size with every instance running (counted by
+//!   the peer's `listManagedInstances`), each inserted once; a re-run sends nothing;
+//! - killed after every journal record and re-run: still each exactly once;
+//! - a dropped group insert, throttled inserts, gets and resizes and a failed wait: settled by
+//!   name, no second insert;
+//! - instances stuck `CREATING` with `ZONE_RESOURCE_POOL_EXHAUSTED`: reported as a capacity
+//!   shortfall ("0 of 3"), not done;
+//! - `gpucap release` scales the pool to zero once no campaign needs it, and leaves a group it
+//!   did not make alone.
 
 #[path = "support/gce_peer.rs"]
 mod gce_peer;
 
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -40,6 +53,11 @@ const ZONE_A: &str = "us-central1-a";
 const ZONE_B: &str = "us-central1-b";
 const FIRST: &str = "reserve-h100-gcp-gcp-us-central1-a-a3-highgpu-8g-2x-20261228-63d";
 const SECOND: &str = "reserve-h100-gcp-gcp-us-central1-b-a3-highgpu-8g-1x-20261228-63d";
+/// The on-demand run added to the pool plan: running now, in the pool's GCP group.
+const RUN_NOW: &str = "od-h100-gcp-gcp-us-central1-a3-highgpu-1g-3x-20261228-14d";
+/// The pool's deterministic name: its instance template's and managed instance group's.
+const POOL_NAME: &str = "gpucap-h100-gcp-us-central1-a3-highgpu-1g";
+const RUN_INSTANCES: u64 = 3;
 
 struct Project {
     dir: tempfile::TempDir,
@@ -49,8 +67,23 @@ impl Project {
     /// The offline-apply example's calendar with one GCP pool, and a plan with two zonal GCP
     /// reservations due now.
     fn new() -> Project {
+        Project::make(false)
+    }
+
+    /// As [`Project::new`], with launch settings for the pool (`[apply.pools.h100-gcp]`) and
+    /// an on-demand run of [`RUN_INSTANCES`] in it from now on: apply makes the pool's
+    /// instance template and managed instance group and sizes the group.
+    fn with_pool() -> Project {
+        Project::make(true)
+    }
+
+    fn make(pool: bool) -> Project {
         let dir = tempfile::tempdir().unwrap();
-        let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/apply-offline");
+        let example = std::path::PathBuf::from(
+            std::env::var_os("CARGO_MANIFEST_DIR")
+                .expect("CARGO_MANIFEST_DIR, which cargo sets when it runs the tests"),
+        )
+        .join("examples/apply-offline");
         std::fs::copy(
             example.join("campaigns.yaml"),
             dir.path().join("campaigns.yaml"),
@@ -82,12 +115,22 @@ dir = ".gpucap"
 
 [apply]
 gcp_project = "{PROJECT}"
+{}"#,
+                if pool {
+                    r#"
+[apply.pools.h100-gcp]
+image = "projects/deeplearning-platform-release/global/images/family/common-cu124"
+subnets = ["regions/us-central1/subnetworks/train"]
+security_groups = ["gpu-train"]
 "#
+                } else {
+                    ""
+                }
             ),
         )
         .unwrap();
         let project = Project { dir };
-        project.plan();
+        project.plan(pool);
         project
     }
 
@@ -114,8 +157,9 @@ gcp_project = "{PROJECT}"
         cmd
     }
 
-    /// `gpucap plan`, then the two reservations added (see the module docs).
-    fn plan(&self) {
+    /// `gpucap plan`, then the two reservations (and with `pool`, a run from now) added (see
+    /// the module docs).
+    fn plan(&self, pool: bool) {
         let out = self.path("plan.json");
         let run = Command::new(env!("CARGO_BIN_EXE_gpucap"))
             .arg("-c")
@@ -148,9 +192,23 @@ gcp_project = "{PROJECT}"
             a["campaigns"] = json!([]);
             a
         };
+        let mut run_now = run_action.clone();
+        run_now["id"] = RUN_NOW.into();
+        run_now["instances"] = RUN_INSTANCES.into();
+        run_now["gpus"] = RUN_INSTANCES.into();
+        run_now["start"] = NOW.into();
+        run_now["end"] = "2027-01-11T00:00:00Z".into();
+        run_now["start_hour"] = 0.into();
+        run_now["end_hour"] = (14 * 24).into();
+        run_now["due"] = NOW.into();
         let actions = plan["actions"].as_array_mut().unwrap();
         actions.push(reserve(FIRST, ZONE_A, 2));
         actions.push(reserve(SECOND, ZONE_B, 1));
+        if pool {
+            assert_eq!(run_now["kind"], "run_on_demand", "{run_now}");
+            assert_eq!(run_now["instance_type"], "a3-highgpu-1g", "{run_now}");
+            actions.push(run_now);
+        }
         std::fs::write(&out, serde_json::to_vec_pretty(&plan).unwrap()).unwrap();
     }
 
@@ -543,4 +601,233 @@ fn release_deletes_an_idle_unneeded_reservation_it_made_and_nothing_else() {
     assert_eq!(released.len(), 1);
     let audit = std::fs::read_to_string(project.path(".gpucap/audit.jsonl")).unwrap();
     assert!(audit.contains("gcp:reservations.delete"), "{audit}");
+}
+
+/// The pool's instance template and managed instance group each came into existence once,
+/// were inserted once, and the group is at the planned size with every instance running.
+fn assert_pool_once(peer: &GcePeer, context: &str) {
+    for what in [
+        "templates_created",
+        "groups_created",
+        "template_inserts",
+        "group_inserts",
+    ] {
+        let counts = peer.counts(what);
+        assert_eq!(
+            counts,
+            std::collections::BTreeMap::from([(POOL_NAME.to_string(), 1)]),
+            "{context}: {what}"
+        );
+    }
+    let templates = peer.templates();
+    assert_eq!(templates.len(), 1, "{context}: {templates:?}");
+    let groups = peer.groups();
+    assert_eq!(groups.len(), 1, "{context}: {groups:?}");
+    let g = &groups[0];
+    assert_eq!(g["name"], POOL_NAME, "{context}");
+    assert_eq!(g["targetSize"], RUN_INSTANCES, "{context}: {g}");
+    assert_eq!(g["_running"], RUN_INSTANCES, "{context}: {g}");
+}
+
+fn pools_in_state(project: &Project) -> Vec<Value> {
+    project.state()["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["kind"] == "pool" && r["cloud"] == "gcp")
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn a_plan_with_a_gcp_run_makes_one_template_and_one_group_of_the_planned_size() {
+    let project = Project::with_pool();
+    let peer = GcePeer::start(&json!({ "op_steps": 3 }));
+    let dry = project.apply(&peer, &["--dry-run"]);
+    let out = text(&dry.stdout);
+    assert!(dry.status.success(), "{out}\n{}", text(&dry.stderr));
+    assert!(out.contains("Would do (3)"), "{out}");
+    assert!(peer.templates().is_empty() && peer.groups().is_empty());
+    let run = project.apply(&peer, &[]);
+    let (out, err) = (text(&run.stdout), text(&run.stderr));
+    assert!(run.status.success(), "{out}\n{err}");
+    assert!(
+        out.contains(&format!(
+            "sized {POOL_NAME} to 3 on-demand + 0 spot x a3-highgpu-1g; 3 running"
+        )),
+        "{out}"
+    );
+    assert_created_once(&peer, "reservations beside the pool");
+    assert_pool_once(&peer, "first run");
+    let t = &peer.templates()[0];
+    assert_eq!(t["properties"]["machineType"], "a3-highgpu-1g");
+    assert_eq!(
+        t["properties"]["scheduling"]["provisioningModel"],
+        "STANDARD"
+    );
+    assert_eq!(
+        t["properties"]["networkInterfaces"][0]["subnetwork"],
+        "regions/us-central1/subnetworks/train"
+    );
+    let g = &peer.groups()[0];
+    let tags: Value = serde_json::from_str(g["description"].as_str().unwrap()).unwrap();
+    assert_eq!(tags["managed-by"], "gpucap");
+    assert_eq!(tags["gpucap:action"], POOL_NAME);
+    // The resize was followed to DONE with regionOperations.wait, then the instances counted.
+    assert!(
+        peer.calls("regionOperations.wait") >= 2,
+        "{}",
+        peer.record()
+    );
+    assert!(peer.calls("groups.listManagedInstances") >= 1);
+    let record = peer.record();
+    for l in record["log"].as_array().unwrap() {
+        if matches!(
+            l["op"].as_str(),
+            Some("templates.insert" | "groups.insert" | "groups.resize")
+        ) {
+            let rid = l["requestId"].as_str().expect("a requestId");
+            assert_ne!(rid, "00000000-0000-0000-0000-000000000000");
+        }
+    }
+    let pools = pools_in_state(&project);
+    assert_eq!(pools.len(), 1, "{pools:?}");
+    assert_eq!(pools[0]["id"], POOL_NAME);
+    assert_eq!(pools[0]["instances"], RUN_INSTANCES);
+    let audit = std::fs::read_to_string(project.path(".gpucap/audit.jsonl")).unwrap();
+    assert!(
+        audit.contains("gcp:regionInstanceGroupManagers.insert")
+            && audit.contains("gcp:regionInstanceGroupManagers.resize"),
+        "{audit}"
+    );
+
+    // Again: the group is at its size; nothing is inserted or resized.
+    let again = project.apply(&peer, &[]);
+    assert!(again.status.success(), "{}", text(&again.stderr));
+    assert_pool_once(&peer, "second run");
+    assert_eq!(peer.calls("groups.resize"), 1);
+}
+
+#[test]
+fn killed_at_every_journal_boundary_then_rerun_makes_the_pool_exactly_once() {
+    // Two reservations, the pool's creation and its resize: intent, sent and done each.
+    let probe = Project::with_pool();
+    let probe_peer = GcePeer::start(&json!({}));
+    let run = probe.apply(&probe_peer, &[]);
+    assert!(run.status.success(), "{}", text(&run.stderr));
+    let records = std::fs::read_to_string(probe.path(".gpucap/journal.jsonl"))
+        .unwrap()
+        .lines()
+        .count() as u64;
+    assert_eq!(records, 12);
+
+    let started = Instant::now();
+    for n in 1..=records {
+        let project = Project::with_pool();
+        let peer = GcePeer::start(&json!({}));
+        assert!(
+            apply_and_kill_at(&project, &peer, n),
+            "the run did not reach journal record {n}"
+        );
+        force_unlock(&project, &peer);
+        let rerun = project.apply(&peer, &[]);
+        assert!(
+            rerun.status.success(),
+            "kill after record {n}: {}\n{}",
+            text(&rerun.stdout),
+            text(&rerun.stderr)
+        );
+        let context = format!("kill after record {n}");
+        assert_created_once(&peer, &context);
+        assert_pool_once(&peer, &context);
+        assert_eq!(peer.calls("templates.insert"), 1, "{context}");
+        assert_eq!(peer.calls("groups.insert"), 1, "{context}");
+        assert_eq!(pools_in_state(&project).len(), 1, "{context}");
+    }
+    eprintln!(
+        "{records} kill points checked in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+}
+
+#[test]
+fn a_dropped_group_insert_and_throttling_are_reconciled_without_a_second_create() {
+    let project = Project::with_pool();
+    let peer = GcePeer::start(&json!({ "op_steps": 3 }));
+    peer.set_faults(&json!({ "seed": 4, "rules": [
+        { "fault": "throttle", "op": "templates.insert", "calls": [1] },
+        { "fault": "drop_response", "op": "groups.insert", "calls": [1] },
+        { "fault": "throttle", "status": 429, "op": "groups.get", "calls": [2] },
+        { "fault": "throttle", "op": "groups.resize", "calls": [1] },
+        { "fault": "status", "status": 503, "op": "regionOperations.wait", "calls": [2] }
+    ] }));
+    let run = project.apply(&peer, &[]);
+    assert!(
+        run.status.success(),
+        "{}\n{}",
+        text(&run.stdout),
+        text(&run.stderr)
+    );
+    assert_pool_once(&peer, "faults");
+    // The throttled template insert did nothing and was sent again; the group insert whose
+    // answer was lost was found by name, not sent again.
+    assert_eq!(peer.calls("templates.insert"), 2);
+    assert_eq!(peer.calls("groups.insert"), 1);
+    let record = peer.record();
+    assert_eq!(record["fault_counts"]["drop_response"], 1, "{record}");
+    assert_eq!(record["fault_counts"]["throttle"], 3, "{record}");
+    assert_eq!(pools_in_state(&project).len(), 1);
+}
+
+#[test]
+fn instances_that_cannot_be_created_are_a_capacity_shortfall_not_success() {
+    let project = Project::with_pool();
+    let peer = GcePeer::start(&json!({}));
+    peer.set_faults(&json!({ "rules": [{ "fault": "stockout", "group": POOL_NAME }] }));
+    let run = project.apply(&peer, &[]);
+    let (out, err) = (text(&run.stdout), text(&run.stderr));
+    assert!(out.contains("ZONE_RESOURCE_POOL_EXHAUSTED"), "{out}\n{err}");
+    assert!(out.contains("0 of 3"), "{out}\n{err}");
+    // The group exists at its target size (it keeps trying); none of its instances run, and
+    // the resize was not repeated blindly.
+    let g = &peer.groups()[0];
+    assert_eq!(g["targetSize"], RUN_INSTANCES);
+    assert_eq!(g["_running"], 0);
+    assert_eq!(peer.calls("groups.resize"), 1);
+}
+
+#[test]
+fn release_scales_a_pool_no_campaign_needs_to_zero() {
+    let project = Project::with_pool();
+    let peer = GcePeer::start(&json!({}));
+    let run = project.apply(&peer, &[]);
+    assert!(run.status.success(), "{}", text(&run.stderr));
+    assert_pool_once(&peer, "applied");
+    // Someone else's group in the same region is never touched.
+    peer.seed_group(
+        "us-central1",
+        "gpucap-h100-gcp-us-central1-team",
+        "a3-highgpu-1g",
+        2,
+        None,
+    );
+
+    let released = project.release(&peer, AFTER, &["--auto-approve"]);
+    let out = text(&released.stdout);
+    assert!(
+        released.status.success(),
+        "{out}\n{}",
+        text(&released.stderr)
+    );
+    let groups = peer.groups();
+    let ours = groups.iter().find(|g| g["name"] == POOL_NAME).unwrap();
+    assert_eq!(ours["targetSize"], 0, "{out}");
+    assert_eq!(ours["_running"], 0);
+    let theirs = groups
+        .iter()
+        .find(|g| g["name"] == "gpucap-h100-gcp-us-central1-team")
+        .unwrap();
+    assert_eq!(theirs["targetSize"], 2);
+    assert_eq!(peer.counts("group_resizes").get(POOL_NAME), Some(&2));
+    assert_eq!(peer.counts("groups_created").len(), 1, "nothing made");
 }

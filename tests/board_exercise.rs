@@ -11,7 +11,11 @@ use gpucap::plan::{ActionKind, Plan};
 const NOW: &str = "2027-01-04T00:00:00Z";
 
 fn example_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/board-exercise")
+    std::path::PathBuf::from(
+        std::env::var_os("CARGO_MANIFEST_DIR")
+            .expect("CARGO_MANIFEST_DIR, which cargo sets when it runs the tests"),
+    )
+    .join("examples/board-exercise")
 }
 
 fn plan(config: &Path) -> Plan {

@@ -25,7 +25,11 @@ use std::sync::{Mutex, OnceLock};
 use serde_yaml_ng::Value;
 
 fn examples() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/ci")
+    std::path::PathBuf::from(
+        std::env::var_os("CARGO_MANIFEST_DIR")
+            .expect("CARGO_MANIFEST_DIR, which cargo sets when it runs the tests"),
+    )
+    .join("examples/ci")
 }
 
 /// The GitHub workflows, `examples/ci/github/workflows/*.yml`, sorted.
@@ -46,10 +50,13 @@ fn gitlab_pipeline() -> PathBuf {
 }
 
 fn relative(path: &Path) -> String {
-    path.strip_prefix(env!("CARGO_MANIFEST_DIR"))
-        .unwrap_or(path)
-        .display()
-        .to_string()
+    path.strip_prefix(
+        std::env::var_os("CARGO_MANIFEST_DIR")
+            .expect("CARGO_MANIFEST_DIR, which cargo sets when it runs the tests"),
+    )
+    .unwrap_or(path)
+    .display()
+    .to_string()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -103,7 +110,10 @@ fn run_actionlint(files: &[PathBuf]) -> Output {
     let config = dir.path().join("actionlint.yaml");
     fs::write(&config, "{}\n").unwrap();
     run(Command::new(actionlint())
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .current_dir(
+            std::env::var_os("CARGO_MANIFEST_DIR")
+                .expect("CARGO_MANIFEST_DIR, which cargo sets when it runs the tests"),
+        )
         .arg("-no-color")
         .arg("-config-file")
         .arg(&config)

@@ -14,10 +14,13 @@ fn gpucap() -> Command {
 }
 
 fn example(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("examples")
-        .join(name)
-        .join("gpucap.toml")
+    std::path::PathBuf::from(
+        std::env::var_os("CARGO_MANIFEST_DIR")
+            .expect("CARGO_MANIFEST_DIR, which cargo sets when it runs the tests"),
+    )
+    .join("examples")
+    .join(name)
+    .join("gpucap.toml")
 }
 
 fn demand_json(config: &Path) -> Value {
@@ -37,7 +40,11 @@ fn demand_json(config: &Path) -> Value {
 
 #[test]
 fn every_example_builds_its_demand() {
-    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+    let examples = std::path::PathBuf::from(
+        std::env::var_os("CARGO_MANIFEST_DIR")
+            .expect("CARGO_MANIFEST_DIR, which cargo sets when it runs the tests"),
+    )
+    .join("examples");
     let mut seen = 0;
     for entry in std::fs::read_dir(examples).unwrap() {
         let config = entry.unwrap().path().join("gpucap.toml");

@@ -25,9 +25,12 @@ const CASES: [(&str, &str); 2] = [("aws", "aws.json"), ("gcp-azure", "gcp-azure.
 const NOW: &str = "2027-01-03T06:00:00Z";
 
 fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/plans")
-        .join(name)
+    std::path::PathBuf::from(
+        std::env::var_os("CARGO_MANIFEST_DIR")
+            .expect("CARGO_MANIFEST_DIR, which cargo sets when it runs the tests"),
+    )
+    .join("tests/fixtures/plans")
+    .join(name)
 }
 
 fn gpucap() -> Command {

@@ -10,8 +10,11 @@ use serde_yaml_ng::Value as Yaml;
 
 const NOW: &str = "2027-01-03T06:00:00Z";
 
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
+fn root() -> std::path::PathBuf {
+    std::path::PathBuf::from(
+        std::env::var_os("CARGO_MANIFEST_DIR")
+            .expect("CARGO_MANIFEST_DIR, which cargo sets when it runs the tests"),
+    )
 }
 
 fn gpucap() -> Command {

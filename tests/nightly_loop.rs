@@ -16,7 +16,7 @@ mod moto_s3;
 #[path = "support/python.rs"]
 mod python;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output};
 
 use ec2_peer::Ec2Peer;
@@ -37,7 +37,11 @@ impl Repo {
     /// The example copied into a fresh "infra repo", its subnet set to one of moto's.
     fn new() -> Repo {
         let dir = tempfile::tempdir().unwrap();
-        let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/nightly-offline");
+        let example = std::path::PathBuf::from(
+            std::env::var_os("CARGO_MANIFEST_DIR")
+                .expect("CARGO_MANIFEST_DIR, which cargo sets when it runs the tests"),
+        )
+        .join("examples/nightly-offline");
         for f in ["gpucap.toml", "campaigns.yaml", "night2-campaign.yaml"] {
             std::fs::copy(example.join(f), dir.path().join(f))
                 .unwrap_or_else(|e| panic!("{}: {e}", example.join(f).display()));
@@ -87,8 +91,11 @@ impl Repo {
 
     /// The peer sells what the plan's blocks were quoted at (`examples/apply-offline`).
     fn offer(&self, plan: &str) {
-        let script =
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/apply-offline/offerings.py");
+        let script = std::path::PathBuf::from(
+            std::env::var_os("CARGO_MANIFEST_DIR")
+                .expect("CARGO_MANIFEST_DIR, which cargo sets when it runs the tests"),
+        )
+        .join("examples/apply-offline/offerings.py");
         let out = Command::new("python3")
             .arg(&script)
             .arg(self.path(plan))

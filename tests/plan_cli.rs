@@ -24,8 +24,11 @@ use gpucap::problem::{OfferKind, Problem, Segment, Solution, Status};
 /// ages do not depend on the day the tests run.
 const NOW: &str = "2026-12-15T00:00:00Z";
 
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
+fn root() -> std::path::PathBuf {
+    std::path::PathBuf::from(
+        std::env::var_os("CARGO_MANIFEST_DIR")
+            .expect("CARGO_MANIFEST_DIR, which cargo sets when it runs the tests"),
+    )
 }
 
 fn example(name: &str) -> PathBuf {

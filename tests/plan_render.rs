@@ -19,9 +19,12 @@ use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
 const PLANS: &[&str] = &["render-sample"];
 
 fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/plans")
-        .join(format!("{name}.json"))
+    std::path::PathBuf::from(
+        std::env::var_os("CARGO_MANIFEST_DIR")
+            .expect("CARGO_MANIFEST_DIR, which cargo sets when it runs the tests"),
+    )
+    .join("tests/fixtures/plans")
+    .join(format!("{name}.json"))
 }
 
 fn load(name: &str) -> Plan {
@@ -418,7 +421,11 @@ fn hostile_pool_ids_make_safe_file_names_and_valid_svg() {
 /// hand-written fixture: its summary is a snapshot and its markdown renders cleanly.
 #[test]
 fn the_quickstart_plan_renders() {
-    let config = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/quickstart/gpucap.toml");
+    let config = std::path::PathBuf::from(
+        std::env::var_os("CARGO_MANIFEST_DIR")
+            .expect("CARGO_MANIFEST_DIR, which cargo sets when it runs the tests"),
+    )
+    .join("examples/quickstart/gpucap.toml");
     let out = assert_cmd::Command::cargo_bin("gpucap")
         .unwrap()
         .env("NO_COLOR", "1")
@@ -579,7 +586,11 @@ fn hostile_names_do_not_break_the_changes_section() {
 fn a_long_list_of_changes_is_cut_and_the_comment_fits() {
     // Every action of a big plan bought again a little dearer under another id: each is a
     // resized or moved purchase, listed as a change.
-    let config = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/quickstart/gpucap.toml");
+    let config = std::path::PathBuf::from(
+        std::env::var_os("CARGO_MANIFEST_DIR")
+            .expect("CARGO_MANIFEST_DIR, which cargo sets when it runs the tests"),
+    )
+    .join("examples/quickstart/gpucap.toml");
     let out = assert_cmd::Command::cargo_bin("gpucap")
         .unwrap()
         .env("NO_COLOR", "1")

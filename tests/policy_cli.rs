@@ -2,15 +2,18 @@
 //! a user's policy directory is honoured (from the command line and from gpucap.toml), an
 //! invalid policy is reported with its file and line (exit 2), and a failing case fails the run.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use assert_cmd::Command;
 use serde_json::Value;
 
 fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/policies")
-        .join(name)
+    std::path::PathBuf::from(
+        std::env::var_os("CARGO_MANIFEST_DIR")
+            .expect("CARGO_MANIFEST_DIR, which cargo sets when it runs the tests"),
+    )
+    .join("tests/fixtures/policies")
+    .join(name)
 }
 
 fn gpucap() -> Command {

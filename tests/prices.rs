@@ -4,7 +4,7 @@
 #[path = "support/data.rs"]
 mod data;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::str::FromStr;
 
 use assert_cmd::Command;
@@ -327,11 +327,14 @@ fn the_offline_table_shows_every_kind_with_its_source_date_and_spot_spread() {
 /// the output path the header records).
 #[test]
 fn the_builtin_snapshot_is_what_its_command_generates() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = std::path::PathBuf::from(
+        std::env::var_os("CARGO_MANIFEST_DIR")
+            .expect("CARGO_MANIFEST_DIR, which cargo sets when it runs the tests"),
+    );
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("snapshot.csv");
     let out = gpucap()
-        .current_dir(root)
+        .current_dir(&root)
         .args(["prices", "-q", "--write-snapshot"])
         .arg(&path)
         .args([

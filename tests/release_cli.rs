@@ -14,7 +14,7 @@ mod ec2_peer;
 #[path = "support/python.rs"]
 mod python;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output};
 
 use ec2_peer::Ec2Peer;
@@ -30,7 +30,11 @@ struct Project {
 impl Project {
     fn new() -> Project {
         let dir = tempfile::tempdir().unwrap();
-        let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/apply-offline");
+        let example = std::path::PathBuf::from(
+            std::env::var_os("CARGO_MANIFEST_DIR")
+                .expect("CARGO_MANIFEST_DIR, which cargo sets when it runs the tests"),
+        )
+        .join("examples/apply-offline");
         for f in ["gpucap.toml", "campaigns.yaml"] {
             std::fs::copy(example.join(f), dir.path().join(f))
                 .unwrap_or_else(|e| panic!("{}: {e}", example.join(f).display()));

@@ -4,15 +4,18 @@
 
 mod solver_check;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use assert_cmd::Command;
 use gpucap::problem::{Problem, Solution, Status};
 
 fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/problems")
-        .join(name)
+    std::path::PathBuf::from(
+        std::env::var_os("CARGO_MANIFEST_DIR")
+            .expect("CARGO_MANIFEST_DIR, which cargo sets when it runs the tests"),
+    )
+    .join("tests/fixtures/problems")
+    .join(name)
 }
 
 fn gpucap() -> Command {

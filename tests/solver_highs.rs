@@ -12,8 +12,6 @@ mod hourly_milp;
 mod python;
 mod solver_check;
 
-use std::path::Path;
-
 use gpucap::problem::{Problem, Status, validate};
 use gpucap::solver::{SolveOptions, solve};
 
@@ -75,7 +73,11 @@ fn compare(name: &str, problem: &Problem) {
 
 #[test]
 fn fixtures_match_highs() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/problems");
+    let dir = std::path::PathBuf::from(
+        std::env::var_os("CARGO_MANIFEST_DIR")
+            .expect("CARGO_MANIFEST_DIR, which cargo sets when it runs the tests"),
+    )
+    .join("tests/fixtures/problems");
     for name in [
         "spec-example.json",
         "nonconvex.json",
@@ -131,7 +133,11 @@ fn generated_calendars_match_highs() {
 fn the_board_exercise_matches_highs() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("problem.json");
-    let config = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/board-exercise/gpucap.toml");
+    let config = std::path::PathBuf::from(
+        std::env::var_os("CARGO_MANIFEST_DIR")
+            .expect("CARGO_MANIFEST_DIR, which cargo sets when it runs the tests"),
+    )
+    .join("examples/board-exercise/gpucap.toml");
     let out = assert_cmd::Command::cargo_bin("gpucap")
         .expect("the gpucap binary")
         .env_remove("RUST_LOG")

@@ -22,7 +22,7 @@ mod moto_s3;
 mod python;
 
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -85,7 +85,11 @@ impl Project {
     fn new(bucket: &str, lease: Option<&str>) -> Project {
         let moto = MotoS3::start(bucket);
         let dir = tempfile::tempdir().unwrap();
-        let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/apply-offline");
+        let example = std::path::PathBuf::from(
+            std::env::var_os("CARGO_MANIFEST_DIR")
+                .expect("CARGO_MANIFEST_DIR, which cargo sets when it runs the tests"),
+        )
+        .join("examples/apply-offline");
         for f in ["gpucap.toml", "campaigns.yaml"] {
             std::fs::copy(example.join(f), dir.path().join(f))
                 .unwrap_or_else(|e| panic!("{}: {e}", example.join(f).display()));
@@ -223,7 +227,11 @@ fn text(b: &[u8]) -> String {
 
 /// The peer's offerings for the plan (`examples/apply-offline/offerings.py`).
 fn offerings(project: &Project) -> Value {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/apply-offline/offerings.py");
+    let script = std::path::PathBuf::from(
+        std::env::var_os("CARGO_MANIFEST_DIR")
+            .expect("CARGO_MANIFEST_DIR, which cargo sets when it runs the tests"),
+    )
+    .join("examples/apply-offline/offerings.py");
     let out = Command::new("python3")
         .arg(&script)
         .arg(project.path("plan.json"))

@@ -10,7 +10,11 @@ use gpucap::state::terraform;
 use gpucap_provider::{Cloud, PurchaseKind};
 
 fn fixture() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/terraform/show.json")
+    std::path::PathBuf::from(
+        std::env::var_os("CARGO_MANIFEST_DIR")
+            .expect("CARGO_MANIFEST_DIR, which cargo sets when it runs the tests"),
+    )
+    .join("tests/fixtures/terraform/show.json")
 }
 
 fn find<'a>(found: &'a [ExistingCapacity], id: &str) -> &'a ExistingCapacity {

@@ -36,7 +36,11 @@ pub fn run_with(
     time_limit: f64,
     runs: bool,
 ) -> Result<Report, String> {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/support/hourly_milp.py");
+    let script = std::path::PathBuf::from(
+        std::env::var_os("CARGO_MANIFEST_DIR")
+            .expect("CARGO_MANIFEST_DIR, which cargo sets when it runs the tests"),
+    )
+    .join("benches/support/hourly_milp.py");
     let out = Command::new(python)
         .arg(script)
         .arg(problem)

@@ -15,7 +15,9 @@
 //!   token names the reservation, and the provider looks that name up (GET) before every
 //!   PUT, so an attempt after an unknown outcome finds what the lost one made. On GCP the
 //!   token names the reservation too and is the insert's `requestId` (as a UUID v5); the name
-//!   is looked up before every insert, and a 409 `alreadyExists` is resolved by name.
+//!   is looked up before every insert, and a 409 `alreadyExists` is resolved by name. GCP
+//!   pools (instance template and managed instance group) are named from the pool, looked up
+//!   before every insert, and carry `requestId`s from the same token.
 //! - **Retries only where safe.** Quotes, lookups, tokenised creates, pool changes and
 //!   cancels are retried on throttling and server errors with backon (exponential backoff with
 //!   jitter). Insufficient capacity is remembered ([`IceCache`]) and never retried blindly.
@@ -1169,7 +1171,7 @@ impl<'a> Executor<'a> {
                 releases: None,
             };
             let intent = self
-                .begin(&id, "autoscaling:CreateAutoScalingGroup", &request)
+                .begin(&id, pool_api(&pool.cloud, false), &request)
                 .await?;
             let (result, last) = self
                 .repeatable(&intent, || cloud.ensure_pool(&spec, &id, false))
@@ -1243,7 +1245,7 @@ impl<'a> Executor<'a> {
             releases: None,
         };
         let intent = self
-            .begin(&id, "autoscaling:UpdateAutoScalingGroup", &request)
+            .begin(&id, pool_api(cloud_name, true), &request)
             .await?;
         let (result, last) = self
             .repeatable(&intent, || cloud.scale_pool(region, name, size, false))
@@ -1262,8 +1264,14 @@ impl<'a> Executor<'a> {
                     r.instances = size.on_demand + size.spot;
                     self.dirty = true;
                 }
+                // GCP answers only once it has counted the instances that run
+                // (`listManagedInstances`); AWS's count is from before the update.
+                let running = match (cloud_name, done.resource.in_use) {
+                    ("gcp", Some(n)) => format!("; {n} running"),
+                    _ => String::new(),
+                };
                 Ok(Outcome::Done {
-                    detail: format!("sized {name} to {words}"),
+                    detail: format!("sized {name} to {words}{running}"),
                     cost: 0.0,
                 })
             }
@@ -1283,6 +1291,16 @@ fn reservation_api(cloud: &str, cancel: bool) -> &'static str {
         ("gcp", true) => "gcp:reservations.delete",
         (_, false) => "ec2:CreateCapacityReservation",
         (_, true) => "ec2:CancelCapacityReservation",
+    }
+}
+
+/// The journal's name of a pool create (or resize) on `cloud`.
+fn pool_api(cloud: &str, resize: bool) -> &'static str {
+    match (cloud, resize) {
+        ("gcp", false) => "gcp:regionInstanceGroupManagers.insert",
+        ("gcp", true) => "gcp:regionInstanceGroupManagers.resize",
+        (_, false) => "autoscaling:CreateAutoScalingGroup",
+        (_, true) => "autoscaling:UpdateAutoScalingGroup",
     }
 }
 

@@ -611,3 +611,33 @@ fn on_azure_and_gcp_only_reservations_are_acted_on_and_the_rest_says_why_not() {
     assert!(reason("commit-gcp").contains("commitments"));
     assert_eq!(todo.work.len(), 7, "{todo:#?}");
 }
+
+#[test]
+fn a_gcp_run_is_a_pool_to_make_and_size_not_manual() {
+    let mut run = action("od-gcp", ActionKind::RunOnDemand, "1", 3, 100.0);
+    run.cloud = "gcp".into();
+    run.region = "us-central1".into();
+    run.zone = None;
+    run.instance_type = "a3-highgpu-8g".into();
+    run.start = "2027-01-20T00:00:00Z".into();
+    run.end = "2027-01-27T00:00:00Z".into();
+    let plan = plan(vec![run]);
+    let launch = BTreeMap::from([(
+        "h100".to_string(),
+        crate::config::LaunchSettings {
+            image: "projects/p/global/images/family/f".into(),
+            subnets: vec!["regions/us-central1/subnetworks/train".into()],
+            security_groups: vec![],
+            max_size: None,
+        },
+    )]);
+    let todo = work::todo(&plan, &[], &crate::state::State::new(), &launch, t(NOW));
+    match todo.work.as_slice() {
+        [Work::Pool(p)] => {
+            assert_eq!(p.cloud, "gcp");
+            assert_eq!(p.name, "gpucap-h100-us-central1-a3-highgpu-8g");
+            assert_eq!((p.on_demand, p.spot), (3, 0));
+        }
+        other => panic!("{other:#?}"),
+    }
+}

@@ -48,9 +48,7 @@ pub fn cannot_act(cloud: &str, kind: ActionKind) -> Option<String> {
             ActionKind::PurchaseCapacityBlock => Some(
                 "`gpucap apply` does not buy GCP capacity blocks (future reservations in calendar mode) yet; request the future reservation by hand or re-plan without GCP blocks".into(),
             ),
-            ActionKind::RunOnDemand | ActionKind::RunSpot => Some(
-                "`gpucap apply` does not make GCP pools (instance templates and managed instance groups) yet; use `gpucap generate` for gcp".into(),
-            ),
+            ActionKind::RunOnDemand | ActionKind::RunSpot => None,
         },
         _ => Some(format!(
             "`gpucap apply` acts on AWS, Azure and GCP only so far; use `gpucap generate` for {cloud}"

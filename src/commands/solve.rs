@@ -33,8 +33,8 @@ pub struct SolveArgs {
         value_parser = crate::commands::common::parse_time_limit
     )]
     pub time_limit: Option<Duration>,
-    /// Refuse problems larger than this (segments × offers × demand levels × scenarios; see
-    /// "Limits" in the README). Default 50,000,000.
+    /// Refuse problems larger than this many solver steps (the tables and curves of the second
+    /// stage; see "Limits" in the README). Default 2,000,000,000.
     #[arg(long, value_name = "SIZE")]
     pub max_problem_size: Option<u64>,
     /// Pools solved at once (default: one per core).

@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """A local Compute Engine peer for gpucap's tests: an HTTP server that answers the zonal
-reservation and zone operation APIs (compute/v1, REST/JSON, the transport
+reservation and zone operation APIs, and the regional instance template, managed instance
+group and region operation APIs (compute/v1, REST/JSON, the transport
 google-cloud-compute-v1 speaks) in the documented JSON, runs their Operations
 (PENDING -> RUNNING -> DONE, with or without error.errors[]), dedupes requestIds, keeps its
 own record of everything created, and injects faults on request.
 
 Why it exists: there is no Compute Engine emulator, and gpucap's apply must be tested against
 rate limits, exhausted zones and a response lost after Compute Engine acted. The formats
-replayed are summarised, with their sources, in docs/gce-reservations-api.md.
+replayed are summarised, with their sources, in docs/gce-reservations-api.md (reservations)
+and docs/gce-pools-api.md (instance templates, managed instance groups).
 
 Served (P = /compute/v1/projects/{project}):
   POST   P/zones/{z}/reservations?requestId=U        insert: 200 Operation (PENDING);
@@ -26,6 +28,30 @@ Served (P = /compute/v1/projects/{project}):
                                                     returns early (RUNNING) before DONE,
                                                     as the real wait may
 
+Pools (https://cloud.google.com/compute/docs/reference/rest/v1/regionInstanceTemplates,
+https://cloud.google.com/compute/docs/reference/rest/v1/regionInstanceGroupManagers,
+https://cloud.google.com/compute/docs/reference/rest/v1/regionOperations; read 2026-11-25):
+  POST   P/regions/{r}/instanceTemplates?requestId=U   templates.insert: Operation; 409
+                                                    alreadyExists for a taken name
+  GET    P/regions/{r}/instanceTemplates/{t}           templates.get / 404
+  POST   P/regions/{r}/instanceGroupManagers?requestId=U   groups.insert: Operation; 409; the
+                                                    template must exist
+  GET    P/regions/{r}/instanceGroupManagers            groups.list {"items"?: [...]}
+  GET    P/regions/{r}/instanceGroupManagers/{g}        groups.get / 404
+  POST   P/regions/{r}/instanceGroupManagers/{g}/resize?size=N&requestId=U
+                                                    groups.resize: Operation; at DONE the
+                                                    target size is N, new instances start
+                                                    with currentAction CREATING
+  POST   P/regions/{r}/instanceGroupManagers/{g}/listManagedInstances
+                                                    groups.listManagedInstances
+                                                    {"managedInstances": [...]}: an instance
+                                                    is CREATING for `instance_steps` looks,
+                                                    then currentAction NONE, instanceStatus
+                                                    RUNNING; under a "stockout" it stays
+                                                    CREATING with lastAttempt.errors.errors[]
+  GET    P/regions/{r}/operations/{op}                  regionOperations.get
+  POST   P/regions/{r}/operations/{op}/wait             regionOperations.wait (returns early)
+
 An Operation takes `op_steps` observations (default 2: PENDING -> RUNNING -> DONE). A get or
 wait of it is one; so is any read of the reservations in its zone (operations run whether
 they are polled or not). Its effect (the reservation READY, resized or gone) lands at DONE.
@@ -38,13 +64,20 @@ Control API (JSON, not part of Compute Engine):
                        "fault_counts": {}, "inserts": {name: n} (insert calls that made a new
                        Operation), "created": {name: n} (how often a reservation of that name
                        came into existence), "deleted": {name: n}, "resizes": {name: n},
-                       "deduped": n, "reservations": [...] (as GET shows them)}
-  POST /_peer/config   {"op_steps": 2, "dedupe_seconds": 3600}
+                       "deduped": n, "reservations": [...] (as GET shows them),
+                       "template_inserts"/"group_inserts": {name: n} (insert calls that made a
+                       new Operation), "templates_created"/"groups_created": {name: n},
+                       "group_resizes": {name: n}, "instance_templates": [...],
+                       "instance_group_managers": [...] (as GET shows them, each with
+                       "_running": the instances RUNNING with currentAction NONE)}
+  POST /_peer/config   {"op_steps": 2, "dedupe_seconds": 3600, "instance_steps": 2}
   POST /_peer/faults   {"seed": 7, "rules": [RULE, ...]} replaces the rules
   POST /_peer/reset    forgets everything
   POST /_peer/usage    {"<reservation name>": N}: N instances use it from now on
   POST /_peer/seed     {"zone", "name", "machine_type", "count", "description"?} makes a READY
-                       reservation as another client would
+                       reservation as another client would; {"kind": "group", "region",
+                       "name", "machine_type", "size"?, "description"?} an instance template
+                       and a managed instance group of that name, as another client would
 
 A RULE is {"fault": KIND, ...}. OP names: `insert`, `get`, `list`, `aggregatedList`,
 `resize`, `delete`, `operations.get`, `operations.wait`. Transport faults match on "op" (a
@@ -61,6 +94,10 @@ State faults (on insert, resize to more):
                    is reserved
   "quota"          the Operation ends DONE with error QUOTA_EXCEEDED, httpErrorStatusCode 403
   "op_rate"        the Operation ends DONE with error RESOURCE_OPERATION_RATE_EXCEEDED
+State fault on groups.resize (to more):
+  "stockout"       {"group"?, "code"?}: the resize is DONE without error (it only sets the
+                   target size) but the new instances stay CREATING, each with lastAttempt
+                   error ZONE_RESOURCE_POOL_EXHAUSTED (or "code"), as a MIG shows a stockout
 
 With GCE_PEER_REQUIRE_AUTH set in its environment, a request without `Authorization` is 401
 (the tests run with anonymous credentials, which send none).
@@ -87,6 +124,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 TRANSPORT_FAULTS = {"throttle", "status", "reset", "latency", "drop_response"}
 STATE_FAULTS = {"pool_exhausted", "quota", "op_rate"}
+GROUP_FAULTS = {"stockout"}
 BASE = "https://www.googleapis.com/compute/v1"
 NAME_RE = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
 
@@ -99,6 +137,15 @@ ROUTES = [
     ("POST", re.compile(r"^/compute/v1/projects/(?P<p>[^/]+)/zones/(?P<z>[^/]+)/reservations/(?P<r>[^/]+)/resize$"), "resize"),
     ("GET", re.compile(r"^/compute/v1/projects/(?P<p>[^/]+)/zones/(?P<z>[^/]+)/operations/(?P<op>[^/]+)$"), "operations.get"),
     ("POST", re.compile(r"^/compute/v1/projects/(?P<p>[^/]+)/zones/(?P<z>[^/]+)/operations/(?P<op>[^/]+)/wait$"), "operations.wait"),
+    ("POST", re.compile(r"^/compute/v1/projects/(?P<p>[^/]+)/regions/(?P<rg>[^/]+)/instanceTemplates$"), "templates.insert"),
+    ("GET", re.compile(r"^/compute/v1/projects/(?P<p>[^/]+)/regions/(?P<rg>[^/]+)/instanceTemplates/(?P<t>[^/]+)$"), "templates.get"),
+    ("POST", re.compile(r"^/compute/v1/projects/(?P<p>[^/]+)/regions/(?P<rg>[^/]+)/instanceGroupManagers$"), "groups.insert"),
+    ("GET", re.compile(r"^/compute/v1/projects/(?P<p>[^/]+)/regions/(?P<rg>[^/]+)/instanceGroupManagers$"), "groups.list"),
+    ("GET", re.compile(r"^/compute/v1/projects/(?P<p>[^/]+)/regions/(?P<rg>[^/]+)/instanceGroupManagers/(?P<g>[^/]+)$"), "groups.get"),
+    ("POST", re.compile(r"^/compute/v1/projects/(?P<p>[^/]+)/regions/(?P<rg>[^/]+)/instanceGroupManagers/(?P<g>[^/]+)/resize$"), "groups.resize"),
+    ("POST", re.compile(r"^/compute/v1/projects/(?P<p>[^/]+)/regions/(?P<rg>[^/]+)/instanceGroupManagers/(?P<g>[^/]+)/listManagedInstances$"), "groups.listManagedInstances"),
+    ("GET", re.compile(r"^/compute/v1/projects/(?P<p>[^/]+)/regions/(?P<rg>[^/]+)/operations/(?P<op>[^/]+)$"), "regionOperations.get"),
+    ("POST", re.compile(r"^/compute/v1/projects/(?P<p>[^/]+)/regions/(?P<rg>[^/]+)/operations/(?P<op>[^/]+)/wait$"), "regionOperations.wait"),
 ]
 
 
@@ -128,31 +175,37 @@ class Peer:
     def __init__(self):
         self.lock = threading.Lock()
         self.op_steps = 2
+        self.instance_steps = 2
         self.dedupe_seconds = 3600
         self.reset_locked()
 
     def reset_locked(self):
         self.reservations = {}  # (project, zone, name) -> dict
+        self.templates = {}  # (project, region, name) -> dict
+        self.groups = {}  # (project, region, name) -> dict
         self.operations = {}  # name -> dict
         self.request_ids = {}  # requestId -> (time, operation name)
         self.rules = []
         self.fired = []
         self.rng = random.Random(0)
         self.record = {"requests": 0, "calls": {}, "log": [], "faults": [], "fault_counts": {},
-                       "inserts": {}, "created": {}, "deleted": {}, "resizes": {}, "deduped": 0}
+                       "inserts": {}, "created": {}, "deleted": {}, "resizes": {}, "deduped": 0,
+                       "template_inserts": {}, "group_inserts": {}, "templates_created": {},
+                       "groups_created": {}, "group_resizes": {}}
 
     # ---- control -------------------------------------------------------------------------
 
     def configure(self, cfg):
         with self.lock:
             self.op_steps = max(1, int(cfg.get("op_steps", self.op_steps)))
+            self.instance_steps = max(0, int(cfg.get("instance_steps", self.instance_steps)))
             self.dedupe_seconds = float(cfg.get("dedupe_seconds", self.dedupe_seconds))
 
     def set_faults(self, cfg):
         with self.lock:
             rules = cfg.get("rules", [])
             for r in rules:
-                if r.get("fault") not in TRANSPORT_FAULTS | STATE_FAULTS:
+                if r.get("fault") not in TRANSPORT_FAULTS | STATE_FAULTS | GROUP_FAULTS:
                     raise ValueError("unknown fault %r" % r.get("fault"))
             self.rules = rules
             self.fired = [0] * len(rules)
@@ -162,6 +215,13 @@ class Peer:
         with self.lock:
             doc = json.loads(json.dumps(self.record))
             doc["reservations"] = [self.view(r) for r in self.reservations.values()]
+            doc["instance_templates"] = [self.template_view(t) for t in self.templates.values()]
+            groups = []
+            for g in self.groups.values():
+                v = self.group_view(g)
+                v["_running"] = sum(1 for i in g["instances"] if i["ready"])
+                groups.append(v)
+            doc["instance_group_managers"] = groups
             return doc
 
     def set_usage(self, doc):
@@ -174,6 +234,8 @@ class Peer:
                     r["in_use"] = int(n)
 
     def seed(self, doc):
+        if doc.get("kind") == "group":
+            return self.seed_group(doc)
         with self.lock:
             r = self.new_reservation_locked(doc.get("project", "gpucap-test"), doc["zone"], doc["name"],
                                             doc["machine_type"], int(doc.get("count", 1)),
@@ -212,6 +274,19 @@ class Peer:
                 self.fired[i] += 1
                 self.count_fault_locked(op, call, kind)
         return latency, fault
+
+    def group_fault_locked(self, group):
+        for i, rule in enumerate(self.rules):
+            if rule["fault"] not in GROUP_FAULTS:
+                continue
+            if "group" in rule and rule["group"] != group:
+                continue
+            if "times" in rule and self.fired[i] >= int(rule["times"]):
+                continue
+            self.fired[i] += 1
+            self.count_fault_locked("state", 0, rule["fault"])
+            return rule
+        return None
 
     def state_fault_locked(self, zone, machine_type):
         for i, rule in enumerate(self.rules):
@@ -268,9 +343,11 @@ class Peer:
 
     # ---- operations ----------------------------------------------------------------------
 
-    def new_operation_locked(self, project, zone, kind, target, effect, request_id, failure=None):
+    def new_operation_locked(self, project, zone, kind, target, effect, request_id, failure=None,
+                             region=None, collection="reservations"):
         name = "operation-%d-%s" % (int(time.time() * 1000), uuid.uuid4().hex[:24])
-        op = {"name": name, "project": project, "zone": zone, "kind": kind, "target": target,
+        op = {"name": name, "project": project, "zone": zone, "region": region, "kind": kind,
+              "target": target, "collection": collection,
               "effect": effect, "failure": failure, "step": 0, "request_id": request_id,
               "id": new_id(), "insert": rfc3339(), "start": None, "end": None}
         self.operations[name] = op
@@ -291,19 +368,37 @@ class Peer:
 
     def advance_zone_locked(self, project, zone):
         for op in list(self.operations.values()):
-            if op["project"] == project and (zone is None or op["zone"] == zone):
+            if op["project"] == project and op["region"] is None and (zone is None or op["zone"] == zone):
                 self.advance_locked(op)
+
+    def advance_region_locked(self, project, region):
+        """Regional Operations run whether they are polled or not: a read in the region is a
+        step. So does the creation of the region's group instances."""
+        for op in list(self.operations.values()):
+            if op["project"] == project and op["region"] == region:
+                self.advance_locked(op)
+        for (gp, gr, _), g in self.groups.items():
+            if (gp, gr) == (project, region):
+                for i in g["instances"]:
+                    if not i["ready"] and i["error"] is None:
+                        i["step"] += 1
+                        if i["step"] >= self.instance_steps:
+                            i["ready"] = True
 
     def op_view(self, op):
         status = "PENDING" if op["step"] == 0 else ("DONE" if op["step"] >= self.op_steps else "RUNNING")
-        zl = self.zone_link(op["project"], op["zone"])
+        if op["region"] is None:
+            zl = self.zone_link(op["project"], op["zone"])
+            scope = {"zone": zl}
+        else:
+            zl = self.region_link(op["project"], op["region"])
+            scope = {"region": zl}
         doc = {
             "kind": "compute#operation",
             "id": op["id"],
             "name": op["name"],
-            "zone": zl,
             "operationType": op["kind"],
-            "targetLink": "%s/reservations/%s" % (zl, op["target"]),
+            "targetLink": "%s/%s/%s" % (zl, op["collection"], op["target"]),
             "targetId": new_id(),
             "status": status,
             "user": "gpucap-test@example.iam.gserviceaccount.com",
@@ -311,6 +406,7 @@ class Peer:
             "insertTime": op["insert"],
             "selfLink": "%s/operations/%s" % (zl, op["name"]),
         }
+        doc.update(scope)
         if op["request_id"]:
             doc["clientOperationId"] = op["request_id"]
         if op["start"]:
@@ -472,10 +568,224 @@ class Peer:
             op = self.new_operation_locked(p, z, "delete", rname, gone, rid)
             return 200, self.op_view(op)
 
+    # ---- pools: regional instance templates and managed instance groups ------------------
+
+    def region_link(self, project, region):
+        return "%s/projects/%s/regions/%s" % (BASE, project, region)
+
+    def template_view(self, t):
+        rl = self.region_link(t["project"], t["region"])
+        doc = {"kind": "compute#instanceTemplate", "id": t["id"], "creationTimestamp": t["created"],
+               "name": t["name"], "properties": t["properties"], "region": rl,
+               "selfLink": "%s/instanceTemplates/%s" % (rl, t["name"])}
+        if t["description"] is not None:
+            doc["description"] = t["description"]
+        return doc
+
+    def instance_view(self, g, i):
+        zl = self.zone_link(g["project"], i["zone"])
+        doc = {"instance": "%s/instances/%s" % (zl, i["name"]), "name": i["name"],
+               "version": {"instanceTemplate": g["instanceTemplate"]}}
+        if i["ready"]:
+            doc.update({"id": i["id"], "currentAction": "NONE", "instanceStatus": "RUNNING",
+                        "targetStatus": "RUNNING"})
+        else:
+            doc["currentAction"] = "CREATING"
+            if i["error"]:
+                code, message = i["error"]
+                doc["lastAttempt"] = {"errors": {"errors": [{"code": code, "message": message}]}}
+        return doc
+
+    def group_view(self, g):
+        rl = self.region_link(g["project"], g["region"])
+        ready = sum(1 for i in g["instances"] if i["ready"])
+        creating = len(g["instances"]) - ready
+        doc = {"kind": "compute#instanceGroupManager", "id": g["id"], "creationTimestamp": g["created"],
+               "name": g["name"], "region": rl, "instanceTemplate": g["instanceTemplate"],
+               "versions": [{"instanceTemplate": g["instanceTemplate"]}],
+               "instanceGroup": "%s/instanceGroups/%s" % (rl, g["name"]),
+               "baseInstanceName": g["baseInstanceName"], "fingerprint": "42WmSpB8rSM=",
+               "currentActions": {"abandoning": 0, "creating": creating, "creatingWithoutRetries": 0,
+                                  "deleting": 0, "none": ready, "recreating": 0, "refreshing": 0,
+                                  "restarting": 0, "resuming": 0, "starting": 0, "stopping": 0,
+                                  "suspending": 0, "verifying": 0},
+               "status": {"isStable": creating == 0, "stateful": {"hasStatefulConfig": False},
+                          "versionTarget": {"isReached": True}},
+               "targetSize": g["targetSize"],
+               "selfLink": "%s/instanceGroupManagers/%s" % (rl, g["name"]),
+               "distributionPolicy": g["distributionPolicy"],
+               "updatePolicy": g["updatePolicy"]}
+        if g["description"] is not None:
+            doc["description"] = g["description"]
+        return doc
+
+    def seed_group(self, doc):
+        p, rg, name = doc.get("project", "gpucap-test"), doc["region"], doc["name"]
+        with self.lock:
+            self.templates[(p, rg, name)] = {
+                "project": p, "region": rg, "name": name, "description": doc.get("description"),
+                "properties": {"machineType": doc["machine_type"]}, "id": new_id(), "created": rfc3339()}
+            size = int(doc.get("size", 0))
+            g = {"project": p, "region": rg, "name": name, "description": doc.get("description"),
+                 "instanceTemplate": "%s/instanceTemplates/%s" % (self.region_link(p, rg), name),
+                 "baseInstanceName": name[:58], "targetSize": size,
+                 "distributionPolicy": {"targetShape": "EVEN", "zones": [{"zone": self.zone_link(p, rg + "-a")}]},
+                 "updatePolicy": {}, "id": new_id(), "created": rfc3339(),
+                 "instances": [{"name": "%s-%04d" % (name[:50], k), "zone": rg + "-a", "id": new_id(),
+                                "step": 0, "ready": True, "error": None} for k in range(size)]}
+            self.groups[(p, rg, name)] = g
+            return {"selfLink": "%s/instanceGroupManagers/%s" % (self.region_link(p, rg), name)}
+
+    def check_name(self, name):
+        if not NAME_RE.match(name or ""):
+            raise GceError(400, "invalid", "Invalid value for field 'resource.name': '%s'. Must be a match of "
+                                           "regex '[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?'" % name)
+
+    def template_insert(self, p, rg, query, body):
+        rid = self.check_request_id(query)
+        doc = json.loads(body or b"{}")
+        with self.lock:
+            op = self.deduped_locked(rid)
+            if op:
+                return 200, self.op_view(op)
+            name = doc.get("name") or ""
+            self.check_name(name)
+            props = doc.get("properties") or {}
+            if not props.get("machineType"):
+                raise GceError(400, "invalid", "Invalid value for field 'resource.properties.machineType': ''.")
+            if (p, rg, name) in self.templates:
+                raise GceError(409, "alreadyExists",
+                               "The resource 'projects/%s/regions/%s/instanceTemplates/%s' already exists" % (p, rg, name))
+            self.record["template_inserts"][name] = self.record["template_inserts"].get(name, 0) + 1
+            t = {"project": p, "region": rg, "name": name, "description": doc.get("description"),
+                 "properties": props, "id": new_id(), "created": rfc3339()}
+            # The name is taken from the insert on (a second insert is 409), as Compute Engine does.
+            self.templates[(p, rg, name)] = t
+            self.record["templates_created"][name] = self.record["templates_created"].get(name, 0) + 1
+            op = self.new_operation_locked(p, None, "insert", name, None, rid, region=rg,
+                                           collection="instanceTemplates")
+            return 200, self.op_view(op)
+
+    def template_get(self, p, rg, name):
+        with self.lock:
+            self.advance_region_locked(p, rg)
+            t = self.templates.get((p, rg, name))
+            if t is None:
+                raise GceError(404, "notFound",
+                               "The resource 'projects/%s/regions/%s/instanceTemplates/%s' was not found" % (p, rg, name))
+            return 200, self.template_view(t)
+
+    def group_insert(self, p, rg, query, body):
+        rid = self.check_request_id(query)
+        doc = json.loads(body or b"{}")
+        with self.lock:
+            op = self.deduped_locked(rid)
+            if op:
+                return 200, self.op_view(op)
+            name = doc.get("name") or ""
+            self.check_name(name)
+            base = doc.get("baseInstanceName") or ""
+            if not base or len(base) > 58:
+                raise GceError(400, "invalid", "Invalid value for field 'resource.baseInstanceName': '%s'." % base)
+            template = doc.get("instanceTemplate") or ""
+            tname = template.rsplit("/", 1)[-1]
+            if "/regions/%s/instanceTemplates/" % rg not in "/" + template or (p, rg, tname) not in self.templates:
+                raise GceError(400, "invalid", "Invalid value for field 'resource.instanceTemplate': '%s'. "
+                                               "The referenced instance template does not exist." % template)
+            if (p, rg, name) in self.groups:
+                raise GceError(409, "alreadyExists",
+                               "The resource 'projects/%s/regions/%s/instanceGroupManagers/%s' already exists" % (p, rg, name))
+            self.record["group_inserts"][name] = self.record["group_inserts"].get(name, 0) + 1
+            asked = doc.get("distributionPolicy") or {}
+            zones = [z.get("zone", "").rsplit("/", 1)[-1] for z in asked.get("zones", [])]
+            policy = {"targetShape": asked.get("targetShape", "EVEN"),
+                      "zones": [{"zone": self.zone_link(p, z)} for z in (zones or [rg + "-a", rg + "-b", rg + "-c"])]}
+            g = {"project": p, "region": rg, "name": name, "description": doc.get("description"),
+                 "instanceTemplate": "%s/instanceTemplates/%s" % (self.region_link(p, rg), tname),
+                 "baseInstanceName": base, "targetSize": int(doc.get("targetSize") or 0),
+                 "distributionPolicy": policy, "updatePolicy": doc.get("updatePolicy") or {},
+                 "instances": [], "id": new_id(), "created": rfc3339()}
+            self.groups[(p, rg, name)] = g
+            self.record["groups_created"][name] = self.record["groups_created"].get(name, 0) + 1
+            op = self.new_operation_locked(p, None, "insert", name, None, rid, region=rg,
+                                           collection="instanceGroupManagers")
+            return 200, self.op_view(op)
+
+    def group_locked(self, p, rg, name):
+        g = self.groups.get((p, rg, name))
+        if g is None:
+            raise GceError(404, "notFound",
+                           "The resource 'projects/%s/regions/%s/instanceGroupManagers/%s' was not found" % (p, rg, name))
+        return g
+
+    def group_get(self, p, rg, name):
+        with self.lock:
+            self.advance_region_locked(p, rg)
+            return 200, self.group_view(self.group_locked(p, rg, name))
+
+    def group_list(self, p, rg):
+        with self.lock:
+            self.advance_region_locked(p, rg)
+            items = [self.group_view(g) for (gp, gr, _), g in sorted(self.groups.items()) if (gp, gr) == (p, rg)]
+            doc = {"kind": "compute#regionInstanceGroupManagerList",
+                   "id": "projects/%s/regions/%s/instanceGroupManagers" % (p, rg),
+                   "selfLink": "%s/instanceGroupManagers" % self.region_link(p, rg)}
+            if items:
+                doc["items"] = items
+            return 200, doc
+
+    def group_resize(self, p, rg, name, query):
+        rid = self.check_request_id(query)
+        with self.lock:
+            op = self.deduped_locked(rid)
+            if op:
+                return 200, self.op_view(op)
+            g = self.group_locked(p, rg, name)
+            try:
+                n = int(query.get("size", ""))
+            except ValueError:
+                raise GceError(400, "required", "Required field 'size' not specified")
+            if n < 0:
+                raise GceError(400, "invalid", "Invalid value for field 'size': '%d'." % n)
+            self.record["group_resizes"][name] = self.record["group_resizes"].get(name, 0) + 1
+            rule = self.group_fault_locked(name) if n > g["targetSize"] else None
+
+            def resized():
+                g["targetSize"] = n
+                g["instances"] = g["instances"][:n]
+                zone = g["distributionPolicy"]["zones"][0]["zone"].rsplit("/", 1)[-1]
+                while len(g["instances"]) < n:
+                    error = None
+                    if rule:
+                        code = rule.get("code", "ZONE_RESOURCE_POOL_EXHAUSTED")
+                        error = (code, "The zone 'projects/%s/zones/%s' does not have enough resources available "
+                                       "to fulfill the request.  Try a different zone, or try again later." % (p, zone))
+                    g["instances"].append({"name": "%s-%s" % (g["baseInstanceName"], uuid.uuid4().hex[:4]),
+                                           "zone": zone, "id": new_id(), "step": 0,
+                                           "ready": self.instance_steps == 0 and error is None, "error": error})
+            op = self.new_operation_locked(p, None, "compute.instanceGroupManagers.resize", name, resized, rid,
+                                           region=rg, collection="instanceGroupManagers")
+            return 200, self.op_view(op)
+
+    def group_instances(self, p, rg, name):
+        with self.lock:
+            self.advance_region_locked(p, rg)
+            g = self.group_locked(p, rg, name)
+            return 200, {"managedInstances": [self.instance_view(g, i) for i in g["instances"]]}
+
+    def region_operation(self, p, rg, name):
+        with self.lock:
+            op = self.operations.get(name)
+            if op is None or op["project"] != p or op["region"] != rg:
+                raise GceError(404, "notFound", "The resource 'projects/%s/regions/%s/operations/%s' was not found" % (p, rg, name))
+            # One step per call: a wait returns (early) with RUNNING before DONE.
+            self.advance_locked(op)
+            return 200, self.op_view(op)
+
     def operation(self, p, z, name):
         with self.lock:
             op = self.operations.get(name)
-            if op is None or op["project"] != p or op["zone"] != z:
+            if op is None or op["project"] != p or op["region"] is not None or op["zone"] != z:
                 raise GceError(404, "notFound", "The resource 'projects/%s/zones/%s/operations/%s' was not found" % (p, z, name))
             # One step per call: a wait returns (early) with RUNNING before DONE.
             self.advance_locked(op)
@@ -601,6 +911,22 @@ class Handler(BaseHTTPRequestHandler):
             return self.peer.resize(p, g["z"], g["r"], query, body)
         if op == "delete":
             return self.peer.delete(p, g["z"], g["r"], query)
+        if op == "templates.insert":
+            return self.peer.template_insert(p, g["rg"], query, body)
+        if op == "templates.get":
+            return self.peer.template_get(p, g["rg"], g["t"])
+        if op == "groups.insert":
+            return self.peer.group_insert(p, g["rg"], query, body)
+        if op == "groups.get":
+            return self.peer.group_get(p, g["rg"], g["g"])
+        if op == "groups.list":
+            return self.peer.group_list(p, g["rg"])
+        if op == "groups.resize":
+            return self.peer.group_resize(p, g["rg"], g["g"], query)
+        if op == "groups.listManagedInstances":
+            return self.peer.group_instances(p, g["rg"], g["g"])
+        if op in ("regionOperations.get", "regionOperations.wait"):
+            return self.peer.region_operation(p, g["rg"], g["op"])
         return self.peer.operation(p, g["z"], g["op"])
 
     def send_json(self, status, doc):

@@ -6,13 +6,16 @@
 
 #![allow(dead_code)]
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// `tests/data/<relative>`, which must be a file.
 pub fn file(relative: &str) -> PathBuf {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data")
-        .join(relative);
+    let path = std::path::PathBuf::from(
+        std::env::var_os("CARGO_MANIFEST_DIR")
+            .expect("CARGO_MANIFEST_DIR, which cargo sets when it runs the tests"),
+    )
+    .join("tests/data")
+    .join(relative);
     assert!(
         path.is_file(),
         "test data file {} is missing; it is part of the repository (see the README.md beside it)",

@@ -1,6 +1,7 @@
 //! Starts `tests/peers/gce_peer.py`, the local Compute Engine peer (zonal reservations, zone
-//! Operations, requestId dedupe, fault injection, a record of everything created), for tests
-//! of the GCP act provider and of `gpucap apply`/`release` on GCP.
+//! Operations, regional instance templates and managed instance groups, region Operations,
+//! requestId dedupe, fault injection, a record of everything created), for tests of the GCP
+//! act provider and of `gpucap apply`/`release` on GCP.
 //!
 //! Nothing is skipped: when `python3` is missing, starting the peer panics and says so.
 //!
@@ -69,6 +70,43 @@ impl GcePeer {
         )
     }
 
+    /// Makes an instance template and a managed instance group named `name` in `region` as
+    /// another client would (`description` as given, `size` instances running).
+    pub fn seed_group(
+        &self,
+        region: &str,
+        name: &str,
+        machine: &str,
+        size: u32,
+        description: Option<&str>,
+    ) {
+        let mut doc = serde_json::json!({
+            "kind": "group", "project": PROJECT, "region": region, "name": name,
+            "machine_type": machine, "size": size,
+        });
+        if let Some(d) = description {
+            doc["description"] = d.into();
+        }
+        self.peer.post_json("/_peer/seed", &doc);
+    }
+
+    /// The instance templates that exist now, as `regionInstanceTemplates.get` shows them.
+    pub fn templates(&self) -> Vec<Value> {
+        self.record()["instance_templates"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// The managed instance groups that exist now, as `regionInstanceGroupManagers.get` shows
+    /// them, each with `_running`: its instances RUNNING with `currentAction` NONE.
+    pub fn groups(&self) -> Vec<Value> {
+        self.record()["instance_group_managers"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+    }
+
     /// Everything the peer saw and created.
     pub fn record(&self) -> Value {
         self.peer.get_json("/_peer/record")
@@ -89,7 +127,9 @@ impl GcePeer {
         self.counts("inserts")
     }
 
-    /// A per-name count of the record (`created`, `inserts`, `deleted`, `resizes`).
+    /// A per-name count of the record (`created`, `inserts`, `deleted`, `resizes`,
+    /// `template_inserts`, `group_inserts`, `templates_created`, `groups_created`,
+    /// `group_resizes`).
     pub fn counts(&self, what: &str) -> std::collections::BTreeMap<String, u64> {
         self.record()[what]
             .as_object()

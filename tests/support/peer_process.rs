@@ -41,7 +41,10 @@ pub struct PeerProcess {
 
 /// `script` (relative to the workspace root) found above the including crate.
 pub fn script_path(script: &str) -> PathBuf {
-    let start = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let start = std::path::PathBuf::from(
+        std::env::var_os("CARGO_MANIFEST_DIR")
+            .expect("CARGO_MANIFEST_DIR, which cargo sets when it runs the tests"),
+    );
     start
         .ancestors()
         .map(|d| d.join(script))

@@ -8,7 +8,7 @@
 #![allow(dead_code)]
 
 use std::fs::{self, File};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 const REQUIREMENTS: &str = include_str!("../peers/requirements.txt");
@@ -61,9 +61,12 @@ fn venv_root() -> PathBuf {
     option_env!("CARGO_TARGET_TMPDIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| {
-            Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("target")
-                .join("tmp")
+            std::path::PathBuf::from(
+                std::env::var_os("CARGO_MANIFEST_DIR")
+                    .expect("CARGO_MANIFEST_DIR, which cargo sets when it runs the tests"),
+            )
+            .join("target")
+            .join("tmp")
         })
         .join("gpucap-test-peers")
 }

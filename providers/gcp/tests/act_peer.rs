@@ -348,7 +348,7 @@ fn delete_only_what_gpucap_made_and_only_when_idle() {
 }
 
 #[test]
-fn dry_runs_read_and_blocks_pools_and_zoneless_requests_are_refused() {
+fn dry_runs_read_blocks_and_zoneless_requests_are_refused_and_a_missing_pool_is_not_found() {
     let peer = GcePeer::start(&json!({}));
     let rt = runtime();
     let g = gcp(&rt, &peer);
@@ -383,7 +383,8 @@ fn dry_runs_read_and_blocks_pools_and_zoneless_requests_are_refused() {
             false,
         ))
         .unwrap_err();
-    assert!(e.message.contains("managed instance groups"), "{e}");
+    assert_eq!(e.kind, ActErrorKind::NotFound, "{e}");
+    assert!(e.message.contains("does not exist"), "{e}");
     let e = rt
         .block_on(
             g.describe_offerings(&gpucap_provider::capacity::BlockQuery {

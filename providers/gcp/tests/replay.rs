@@ -20,9 +20,12 @@ const ACCELERATORS: &str = "/compute/v1/projects/gpucap-test/aggregated/accelera
 const MACHINES: &str = "/compute/v1/projects/gpucap-test/aggregated/machineTypes";
 
 fn fixture(name: &str) -> String {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures")
-        .join(name);
+    let path = std::path::PathBuf::from(
+        std::env::var_os("CARGO_MANIFEST_DIR")
+            .expect("CARGO_MANIFEST_DIR, which cargo sets when it runs the tests"),
+    )
+    .join("tests/fixtures")
+    .join(name);
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
@@ -88,8 +91,11 @@ fn exhausted() -> Reply {
 /// in us-central1 as a host row plus an A100 row; the sum of the component SKUs must agree with
 /// it.
 fn skypilot_a2_highgpu_1g() -> Decimal {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/data/catalog/gcp_vms_accelerators_subset.csv");
+    let path = std::path::PathBuf::from(
+        std::env::var_os("CARGO_MANIFEST_DIR")
+            .expect("CARGO_MANIFEST_DIR, which cargo sets when it runs the tests"),
+    )
+    .join("../../tests/data/catalog/gcp_vms_accelerators_subset.csv");
     assert!(
         path.is_file(),
         "test data file {} is missing; it is part of the repository",

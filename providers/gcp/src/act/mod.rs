@@ -1,7 +1,10 @@
 //! The act half of the GCP provider: [`GcpCapacity`] creates, resizes and deletes zonal
-//! Compute Engine reservations (`reservations.insert`, `resize`, `delete`, through
-//! google-cloud-compute-v1's REST/JSON client) and finds them again by name and by gpucap's
-//! marks, implementing the `gpucap_provider::capacity` traits.
+//! Compute Engine reservations (`reservations.insert`, `resize`, `delete`), and makes and
+//! sizes pools (a regional instance template and managed instance group per pool and
+//! purchase model: `regionInstanceTemplates.insert`, `regionInstanceGroupManagers.insert`,
+//! `resize`, `listManagedInstances`; see [`pools`]), through google-cloud-compute-v1's
+//! REST/JSON client, and finds them again by name and by gpucap's marks, implementing the
+//! `gpucap_provider::capacity` traits.
 //!
 //! Rules every method keeps, whatever the caller asks:
 //!
@@ -9,39 +12,50 @@
 //!   and the action (never the zero UUID): Compute Engine ignores a repeat of a request it has
 //!   already completed and answers with the same Operation.
 //! - **Names are the identity.** Reservations have no labels; every reservation gpucap makes
-//!   is named from the plan digest and the action ([`names::reservation_name`]), and its
-//!   `description` carries gpucap's tags as JSON ([`names::description`]). Before an insert
+//!   is named from the plan digest and the action ([`names::reservation_name`]), every pool's
+//!   template and group from the pool's deterministic name ([`names::pool_resource_name`]),
+//!   and each one's `description` carries gpucap's tags as JSON ([`names::description`]). Before an insert
 //!   the name is looked up, and a 409 `alreadyExists` is answered by looking the name up: if
 //!   the description says gpucap made it, what was asked is done. This also covers a
 //!   `requestId` older than Compute Engine's dedupe window (about an hour).
-//! - **Operations are followed to `DONE`** with `zoneOperations.wait` in a loop (it returns
-//!   after at most two minutes, sometimes earlier, not necessarily `DONE`), and the
-//!   Operation's `error.errors[]` is mapped onto the shared taxonomy ([`ops`]).
-//! - only reservations whose name and description say gpucap made them are ever resized or
-//!   deleted; a reservation with instances in it is not deleted;
+//! - **Operations are followed to `DONE`** with `zoneOperations.wait` (reservations) or
+//!   `regionOperations.wait` (pools) in a loop (it returns after at most two minutes,
+//!   sometimes earlier, not necessarily `DONE`), and the Operation's `error.errors[]` is
+//!   mapped onto the shared taxonomy ([`ops`]).
+//! - **A pool's resize is not its instances.** After a resize is `DONE`, the group's
+//!   instances are listed until they run (`currentAction` `NONE`, `RUNNING`); fewer running
+//!   than asked is an error of the kind the instances' `lastAttempt` names (capacity when none
+//!   does), never success.
+//! - only reservations, templates and groups whose name and description say gpucap made them
+//!   are ever used, resized or deleted; a reservation with instances in it is not deleted;
 //! - no token is ever in an error, a log line or a `Debug` output.
 //!
 //! What this round does not do on GCP, answered with a clear error (and listed by
 //! `gpucap apply` as needing a person): capacity blocks (future reservations in calendar
-//! mode), commitments (`regionCommitments.insert`) and pools (instance templates and managed
-//! instance groups).
+//! mode) and commitments (`regionCommitments.insert`). Pools are made and sized, never
+//! deleted (a pool no campaign needs is scaled to zero).
 
 pub mod names;
 mod ops;
+mod pools;
 mod reservations;
 
 use std::time::Duration;
 
-use google_cloud_compute_v1::client::{Reservations as ReservationsClient, ZoneOperations};
+use google_cloud_compute_v1::client::{
+    RegionInstanceGroupManagers, RegionInstanceTemplates, RegionOperations,
+    Reservations as ReservationsClient, ZoneOperations,
+};
 use google_cloud_gax::retry_policy::NeverRetry;
 use gpucap_provider::capacity::{ActError, ActErrorKind, ActResult};
 
 /// Sends Compute Engine requests here instead, with anonymous credentials; for tests.
 pub const ENDPOINT_ENV: &str = "GPUCAP_GCP_ENDPOINT_URL";
-/// The project gpucap's reservations live in (else `GOOGLE_CLOUD_PROJECT`).
+/// The project gpucap's reservations and pools live in (else `GOOGLE_CLOUD_PROJECT`).
 pub const PROJECT_ENV: &str = "GPUCAP_GCP_PROJECT";
 pub const GOOGLE_PROJECT_ENV: &str = "GOOGLE_CLOUD_PROJECT";
-/// Test hook: the pause after a failed `zoneOperations.wait`, in milliseconds.
+/// Test hook: the pause after a failed `zoneOperations.wait` (or `regionOperations.wait`),
+/// and between two looks at a pool's instances, in milliseconds.
 pub const POLL_MS_ENV: &str = "GPUCAP_GCP_POLL_MS";
 
 /// Where and how [`GcpCapacity`] connects.
@@ -50,9 +64,11 @@ pub struct GcpCapacityConfig {
     pub project: String,
     /// Compute Engine's base URL; `None` is Google's (with Application Default Credentials).
     pub endpoint: Option<String>,
-    /// How long an Operation is followed before it is reported `Unknown`.
+    /// How long an Operation is followed before it is reported `Unknown`, and how long a
+    /// resized pool's instances are watched before the shortfall is reported.
     pub operation_timeout: Duration,
-    /// The pause after a failed `zoneOperations.wait`.
+    /// The pause after a failed `zoneOperations.wait`, and between two looks at a pool's
+    /// instances.
     pub poll_interval: Duration,
 }
 
@@ -113,6 +129,9 @@ pub struct GcpCapacity {
     config: GcpCapacityConfig,
     reservations: ReservationsClient,
     operations: ZoneOperations,
+    templates: RegionInstanceTemplates,
+    groups: RegionInstanceGroupManagers,
+    region_operations: RegionOperations,
 }
 
 impl std::fmt::Debug for GcpCapacity {
@@ -142,15 +161,30 @@ impl GcpCapacity {
             .with_credentials(creds.clone())
             .with_retry_policy(NeverRetry);
         let mut operations = ZoneOperations::builder()
+            .with_credentials(creds.clone())
+            .with_retry_policy(NeverRetry);
+        let mut templates = RegionInstanceTemplates::builder()
+            .with_credentials(creds.clone())
+            .with_retry_policy(NeverRetry);
+        let mut groups = RegionInstanceGroupManagers::builder()
+            .with_credentials(creds.clone())
+            .with_retry_policy(NeverRetry);
+        let mut region_operations = RegionOperations::builder()
             .with_credentials(creds)
             .with_retry_policy(NeverRetry);
         if let Some(url) = &config.endpoint {
             reservations = reservations.with_endpoint(url);
             operations = operations.with_endpoint(url);
+            templates = templates.with_endpoint(url);
+            groups = groups.with_endpoint(url);
+            region_operations = region_operations.with_endpoint(url);
         }
         Ok(GcpCapacity {
             reservations: reservations.build().await.map_err(build_err)?,
             operations: operations.build().await.map_err(build_err)?,
+            templates: templates.build().await.map_err(build_err)?,
+            groups: groups.build().await.map_err(build_err)?,
+            region_operations: region_operations.build().await.map_err(build_err)?,
             config,
         })
     }

@@ -95,8 +95,42 @@ pub fn tags_of(description: Option<&str>) -> BTreeMap<String, String> {
 
 /// Whether gpucap made this reservation: its name and its description both say so.
 pub fn ours(r: &Reservation) -> bool {
-    r.name.as_deref().is_some_and(|n| n.starts_with(PREFIX))
-        && managed_by_gpucap(&tags_of(r.description.as_deref()))
+    owned(r.name.as_deref(), r.description.as_deref())
+}
+
+/// Whether gpucap made a resource with this name and description (reservation, instance
+/// template, managed instance group): the name starts with `gpucap-` and the description
+/// parses to tags with `managed-by=gpucap`.
+pub fn owned(name: Option<&str>, description: Option<&str>) -> bool {
+    name.is_some_and(|n| n.starts_with(PREFIX)) && managed_by_gpucap(&tags_of(description))
+}
+
+/// The Compute Engine name of a pool's instance template and managed instance group, from
+/// the pool's deterministic name (`gpucap-<pool>-<region>-<type>`, [`PoolSpec::name`]); the
+/// spot half of a pool gets `-spot`. A name that does not fit 63 characters is cut and ends
+/// with 12 hex digits of a UUID v5 of the whole, so two long names never meet.
+///
+/// [`PoolSpec::name`]: gpucap_provider::capacity::PoolSpec
+pub fn pool_resource_name(pool: &str, spot: bool) -> String {
+    let mut whole = slug(pool);
+    if !whole.starts_with(PREFIX) {
+        whole = format!("{PREFIX}{whole}");
+    }
+    if spot {
+        whole.push_str("-spot");
+    }
+    if valid_name(&whole) {
+        return whole;
+    }
+    let hex: String = uuid::Uuid::new_v5(&uuid::Uuid::NAMESPACE_URL, whole.as_bytes())
+        .simple()
+        .to_string()
+        .chars()
+        .take(12)
+        .collect();
+    let mut cut = whole;
+    cut.truncate(MAX_NAME - 1 - hex.len());
+    format!("{}-{hex}", cut.trim_end_matches('-'))
 }
 
 /// The last segment of a URL or path.
@@ -204,6 +238,25 @@ mod tests {
         assert_ne!(reservation_name("r1", token), other);
         assert!(valid_name(&reservation_name("---", token)));
         assert!(!valid_name("Gpucap") && !valid_name("gpucap-") && !valid_name("1a"));
+    }
+
+    #[test]
+    fn pool_names_fit_and_do_not_collide() {
+        let short = pool_resource_name("gpucap-h100-gcp-us-central1-a3-highgpu-1g", false);
+        assert_eq!(short, "gpucap-h100-gcp-us-central1-a3-highgpu-1g");
+        assert_eq!(
+            pool_resource_name("gpucap-h100-gcp-us-central1-a3-highgpu-1g", true),
+            "gpucap-h100-gcp-us-central1-a3-highgpu-1g-spot"
+        );
+        let a = pool_resource_name(&format!("gpucap-{}-a", "x".repeat(80)), false);
+        let b = pool_resource_name(&format!("gpucap-{}-b", "x".repeat(80)), false);
+        let a_spot = pool_resource_name(&format!("gpucap-{}-a", "x".repeat(80)), true);
+        for n in [&a, &b, &a_spot] {
+            assert!(valid_name(n) && n.starts_with(PREFIX), "{n}");
+        }
+        assert_ne!(a, b);
+        assert_ne!(a, a_spot);
+        assert!(pool_resource_name("My Pool", false).starts_with("gpucap-my-pool"));
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! Errors and Operations: every SDK error and every failed Operation classified onto the
-//! shared taxonomy, and the `zoneOperations.wait` loop that follows an Operation to `DONE`.
+//! shared taxonomy, and the `zoneOperations.wait` / `regionOperations.wait` loop that follows
+//! an Operation to `DONE` (reservations are zonal; pools are regional).
 
 use google_cloud_compute_v1::model::Operation;
 use google_cloud_compute_v1::model::operation;
@@ -10,6 +11,14 @@ use gpucap_provider::capacity::{ActError, ActErrorKind, ActResult};
 use super::GcpCapacity;
 
 pub const WAIT: &str = "zoneOperations.wait";
+pub const REGION_WAIT: &str = "regionOperations.wait";
+
+/// Where an Operation lives: zonal resources have zonal Operations, regional ones regional.
+#[derive(Debug, Clone, Copy)]
+pub enum Scope<'a> {
+    Zone(&'a str),
+    Region(&'a str),
+}
 
 /// A refusal or local failure, before or without any call.
 pub fn refuse(api: &str, kind: ActErrorKind, message: impl Into<String>) -> ActError {
@@ -175,6 +184,17 @@ impl GcpCapacity {
         zone: &str,
         first: Operation,
     ) -> ActResult<Operation> {
+        self.follow(api, Scope::Zone(zone), first).await
+    }
+
+    /// [`GcpCapacity::wait_for`] for an Operation in either scope (`regionOperations.wait`
+    /// behaves as `zoneOperations.wait` does).
+    pub(crate) async fn follow(
+        &self,
+        api: &str,
+        scope: Scope<'_>,
+        first: Operation,
+    ) -> ActResult<Operation> {
         let deadline = tokio::time::Instant::now() + self.config.operation_timeout;
         let name = first.name.clone().unwrap_or_default();
         let mut op = first;
@@ -202,30 +222,44 @@ impl GcpCapacity {
                     ),
                 ));
             }
-            let waited = self
-                .operations
-                .wait()
-                .set_project(&self.config.project)
-                .set_zone(zone)
-                .set_operation(&name)
-                .send()
-                .await;
+            let (waited, wait_api) = match scope {
+                Scope::Zone(zone) => (
+                    self.operations
+                        .wait()
+                        .set_project(&self.config.project)
+                        .set_zone(zone)
+                        .set_operation(&name)
+                        .send()
+                        .await,
+                    WAIT,
+                ),
+                Scope::Region(region) => (
+                    self.region_operations
+                        .wait()
+                        .set_project(&self.config.project)
+                        .set_region(region)
+                        .set_operation(&name)
+                        .send()
+                        .await,
+                    REGION_WAIT,
+                ),
+            };
             match waited {
                 Ok(next) => {
                     if !done(&next) {
-                        tracing::debug!(operation = %name, "zoneOperations.wait returned before DONE");
+                        tracing::debug!(operation = %name, "{wait_api} returned before DONE");
                     }
                     op = next;
                 }
                 Err(e) => {
-                    let e = classify(WAIT, &e, false);
+                    let e = classify(wait_api, &e, false);
                     if matches!(e.kind, ActErrorKind::Auth | ActErrorKind::NotFound) {
                         return Err(ActError {
                             kind: ActErrorKind::Unknown,
                             ..e
                         });
                     }
-                    tracing::debug!(operation = %name, error = %e, "zoneOperations.wait failed; waiting again");
+                    tracing::debug!(operation = %name, error = %e, "{wait_api} failed; waiting again");
                     tokio::time::sleep(self.config.poll_interval).await;
                 }
             }

@@ -1,6 +1,7 @@
 //! Zonal reservations: create (looked up by name, then `reservations.insert` with a
 //! `requestId`, followed to `DONE`), resize, delete, and find (get by name, aggregated list by
-//! gpucap's marks). Capacity blocks, commitments and pools answer with a clear error.
+//! gpucap's marks). Capacity blocks and commitments answer with a clear error; pools are
+//! [`super::pools`]'.
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use google_cloud_compute_v1::model::{
@@ -10,8 +11,7 @@ use google_cloud_compute_v1::model::{
 use gpucap_provider::BoxFuture;
 use gpucap_provider::capacity::{
     ActError, ActErrorKind, ActResult, BlockOffering, BlockQuery, CapacityBlocks, CloudResource,
-    Describe, Done, Idempotency, Placement, PoolSize, PoolSpec, Pools, ReservationRequest,
-    Reservations, ResourceKind,
+    Describe, Done, Idempotency, Placement, ReservationRequest, Reservations, ResourceKind,
 };
 
 use super::GcpCapacity;
@@ -477,10 +477,13 @@ impl GcpCapacity {
         key: &str,
         value: &str,
     ) -> ActResult<Vec<CloudResource>> {
-        if !kinds.is_empty() && !kinds.contains(&ResourceKind::Reservation) {
-            return Ok(Vec::new());
-        }
         let mut out = Vec::new();
+        if kinds.is_empty() || kinds.contains(&ResourceKind::Pool) {
+            out.extend(self.pools_by_tag(region, key, value).await?);
+        }
+        if !kinds.is_empty() && !kinds.contains(&ResourceKind::Reservation) {
+            return Ok(out);
+        }
         let mut token = String::new();
         loop {
             let page = self
@@ -515,7 +518,15 @@ impl GcpCapacity {
         }
     }
 
-    async fn one(&self, kind: ResourceKind, id: &str) -> ActResult<Option<CloudResource>> {
+    async fn one(
+        &self,
+        region: &str,
+        kind: ResourceKind,
+        id: &str,
+    ) -> ActResult<Option<CloudResource>> {
+        if kind == ResourceKind::Pool {
+            return self.describe_pool(region, id).await;
+        }
         if kind != ResourceKind::Reservation {
             return Err(unsupported("describe", kind));
         }
@@ -534,13 +545,13 @@ fn unsupported(api: &str, kind: ResourceKind) -> ActError {
         ResourceKind::CapacityBlock => {
             "gpucap does not buy GCP capacity blocks (future reservations in calendar mode) yet; request the future reservation by hand or re-plan without GCP blocks"
         }
-        ResourceKind::Pool | ResourceKind::LaunchTemplate => {
-            "gpucap does not make GCP pools (instance templates and managed instance groups) yet; use `gpucap generate` for gcp"
+        ResourceKind::LaunchTemplate => {
+            "a GCP pool's instance template is described with its pool (kind `pool`)"
         }
         ResourceKind::Commitment => {
             "GCP commitments (regionCommitments.insert, which cannot be undone) are bought by a person, not by `gpucap apply`"
         }
-        ResourceKind::Reservation => "not supported",
+        ResourceKind::Reservation | ResourceKind::Pool => "not supported",
     };
     refuse(api, ActErrorKind::Other, what)
 }
@@ -568,37 +579,6 @@ impl CapacityBlocks for GcpCapacity {
             Err(unsupported(
                 "futureReservations.insert",
                 ResourceKind::CapacityBlock,
-            ))
-        })
-    }
-}
-
-impl Pools for GcpCapacity {
-    fn ensure_pool(
-        &self,
-        _spec: &PoolSpec,
-        _id: &Idempotency,
-        _dry_run: bool,
-    ) -> BoxFuture<'_, ActResult> {
-        Box::pin(async {
-            Err(unsupported(
-                "instanceGroupManagers.insert",
-                ResourceKind::Pool,
-            ))
-        })
-    }
-
-    fn scale_pool(
-        &self,
-        _region: &str,
-        _name: &str,
-        _size: PoolSize,
-        _dry_run: bool,
-    ) -> BoxFuture<'_, ActResult> {
-        Box::pin(async {
-            Err(unsupported(
-                "instanceGroupManagers.resize",
-                ResourceKind::Pool,
             ))
         })
     }
@@ -659,11 +639,11 @@ impl Describe for GcpCapacity {
 
     fn describe(
         &self,
-        _region: &str,
+        region: &str,
         kind: ResourceKind,
         id: &str,
     ) -> BoxFuture<'_, ActResult<Option<CloudResource>>> {
-        let id = id.to_string();
-        Box::pin(async move { self.one(kind, &id).await })
+        let (region, id) = (region.to_string(), id.to_string());
+        Box::pin(async move { self.one(&region, kind, &id).await })
     }
 }
