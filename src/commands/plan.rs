@@ -277,9 +277,16 @@ fn make_with(
                 why,
             );
             if why == quota::Why::Needed {
-                progress.warn(
-                    "the demand cannot be covered within the quotas: the plan depends on the quota increases it lists",
-                );
+                // The solver's own words say whether no plan exists within the quotas or none
+                // was found before the time limit (pools coupled by quotas are solved jointly).
+                let said = solution
+                    .message
+                    .as_deref()
+                    .map(|m| format!(" (the solver: {m})"))
+                    .unwrap_or_default();
+                progress.warn(&format!(
+                    "no plan within the quotas{said}: the plan depends on the quota increases it lists"
+                ));
                 solution = relaxed;
                 validated = relaxed_valid;
             }

@@ -2,7 +2,8 @@
 //! irreversible purchase from it, and `gpucap apply` spends money on it. So every field an action
 //! is carried out from is checked as strictly as a problem file is: ids unique, times that parse
 //! and are ordered, the region one of the cloud's, counts positive and within
-//! [`crate::limits`], money finite. Errors name the file and the field path
+//! [`crate::limits`] and the cloud's purchase rules (pieces of a purchase no larger than the
+//! cloud sells in one, capacity blocks of a length it sells), money finite. Errors name the file and the field path
 //! (`actions[3].instances`).
 
 use std::collections::HashMap;
@@ -217,6 +218,7 @@ pub fn validate(plan: &Plan, path: &Path) -> Result<(), InputError> {
         if let Some(from) = &a.bookable_from {
             time(f("bookable_from"), from)?;
         }
+        within_purchase_rule(a, s, e).map_err(|(field, m)| InputError::new(at(f(field)), m))?;
         money(f("cost"), a.cost)?;
         if let Some(id) = &a.offering_id {
             name(f("offering_id"), id)?;
@@ -227,4 +229,94 @@ pub fn validate(plan: &Plan, path: &Path) -> Result<(), InputError> {
         }
     }
     Ok(())
+}
+
+/// A purchase against its cloud's rule (`gpucap_provider::purchase_rules`): its pieces add up to
+/// its instances and each is a size the cloud sells in one purchase; a capacity block lasts a
+/// whole number of days the cloud sells. Actions without a rule (runs, releases, clouds or
+/// instruments gpucap has no rule for) pass. The error is the field and the message.
+fn within_purchase_rule(
+    a: &super::Action,
+    start: DateTime<Utc>,
+    end: DateTime<Utc>,
+) -> Result<(), (&'static str, String)> {
+    use gpucap_provider::{PurchaseKind, purchase_rules};
+    let kind = match a.kind {
+        ActionKind::PurchaseCapacityBlock => PurchaseKind::CapacityBlock,
+        ActionKind::Reserve => PurchaseKind::Reservation,
+        _ => return Ok(()),
+    };
+    let Some(rule) = a
+        .cloud
+        .parse::<Cloud>()
+        .ok()
+        .and_then(|c| purchase_rules::for_offer(c, kind, None))
+    else {
+        return Ok(());
+    };
+    let sells = |n: u32| n >= rule.min_instances && rule.max_instances.is_none_or(|m| n <= m);
+    let range = match rule.max_instances {
+        Some(m) => format!("{} to {m}", rule.min_instances),
+        None => format!("at least {}", rule.min_instances),
+    };
+    if !a.pieces.is_empty() {
+        let sum: u64 = a.pieces.iter().map(|&n| u64::from(n)).sum();
+        if sum != u64::from(a.instances) {
+            return Err((
+                "pieces",
+                format!(
+                    "add up to {sum} instances, not the action's {}",
+                    a.instances
+                ),
+            ));
+        }
+        if let Some(n) = a.pieces.iter().find(|&&n| !sells(n)) {
+            return Err((
+                "pieces",
+                format!(
+                    "a piece of {n} instances: {} sells {range} instances in one purchase ({})",
+                    rule.name, rule.source
+                ),
+            ));
+        }
+    }
+    if kind == PurchaseKind::CapacityBlock && !rule.lengths.is_empty() {
+        let hours = (end - start).num_hours();
+        let whole_days = (end - start).num_minutes() % (24 * 60) == 0;
+        let days = u32::try_from(hours / 24).unwrap_or(u32::MAX);
+        if !whole_days || !rule.lengths_days(u32::MAX).contains(&days) {
+            let sold = rule.lengths_days(u32::MAX);
+            return Err((
+                "end",
+                format!(
+                    "a block of {hours} hours: {} sells blocks of {} days ({})",
+                    rule.name,
+                    days_list(&sold),
+                    rule.source
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `1-14, 21, 28, …` in short: runs of consecutive days joined.
+fn days_list(days: &[u32]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < days.len() {
+        let mut j = i;
+        while j + 1 < days.len() && days[j + 1] == days[j] + 1 {
+            j += 1;
+        }
+        parts.push(if j > i + 1 {
+            format!("{}-{}", days[i], days[j])
+        } else if j == i + 1 {
+            format!("{}, {}", days[i], days[j])
+        } else {
+            days[i].to_string()
+        });
+        i = j + 1;
+    }
+    parts.join(", ")
 }
