@@ -254,7 +254,13 @@ fn solve_pool(
     options: &SolveOptions,
     deadline: Option<Instant>,
 ) -> PoolOutcome {
-    let data = PoolData::new(v, scope);
+    // Alone, a pool's shared limits are dropped (a group whose limits bind is solved by
+    // `coupled::solve_group`), so its hourly offers need no instance-by-instance model: the
+    // least-cost curve is the exact second stage again.
+    let data = PoolData {
+        explicit: false,
+        ..PoolData::new(v, scope)
+    };
     let over = diagnose::over_capacity(&data);
     if !over.is_empty() {
         return PoolOutcome::Short(diagnose::message(v, &data, &over, true));
