@@ -25,6 +25,8 @@ pub mod error;
 pub mod instance_types;
 pub mod objects;
 pub mod provider;
+pub mod purchase_rules;
+pub mod quotas;
 pub mod regions;
 pub mod retry;
 pub mod skypilot;
