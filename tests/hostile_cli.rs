@@ -433,7 +433,7 @@ fn plan_files_are_checked_before_anything_is_generated_from_them() {
         std::fs::read_to_string(root().join("tests/fixtures/plans/aws.json")).expect("fixture");
     let base: serde_json::Value = serde_json::from_str(&text).expect("json");
     type Edit = fn(&mut serde_json::Value);
-    let cases: [(Edit, &str); 11] = [
+    let cases: [(Edit, &str); 12] = [
         (
             |p| p["actions"][0]["instances"] = 4294967295u32.into(),
             "actions[0].instances",
@@ -477,6 +477,11 @@ fn plan_files_are_checked_before_anything_is_generated_from_them() {
         (
             |p| p["actions"][0]["start"] = "+262143-01-01T00:00:00Z".into(),
             "actions[0].start",
+        ),
+        // A capacity block of a length AWS does not sell (whole days, 1-14, then weeks).
+        (
+            |p| p["actions"][0]["end"] = "2027-01-19T12:00:00Z".into(),
+            "actions[0].end",
         ),
     ];
     let dir = tempfile::tempdir().expect("tempdir");

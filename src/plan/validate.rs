@@ -2,7 +2,8 @@
 //! irreversible purchase from it, and `gpucap apply` spends money on it. So every field an action
 //! is carried out from is checked as strictly as a problem file is: ids unique, times that parse
 //! and are ordered, the region one of the cloud's, counts positive and within
-//! [`crate::limits`], money finite. Errors name the file and the field path
+//! [`crate::limits`], capacity blocks of a length the cloud sells (its purchase rules), money
+//! finite. Errors name the file and the field path
 //! (`actions[3].instances`).
 
 use std::collections::HashMap;
@@ -217,6 +218,7 @@ pub fn validate(plan: &Plan, path: &Path) -> Result<(), InputError> {
         if let Some(from) = &a.bookable_from {
             time(f("bookable_from"), from)?;
         }
+        within_purchase_rule(a, s, e).map_err(|(field, m)| InputError::new(at(f(field)), m))?;
         money(f("cost"), a.cost)?;
         if let Some(id) = &a.offering_id {
             name(f("offering_id"), id)?;
@@ -227,4 +229,68 @@ pub fn validate(plan: &Plan, path: &Path) -> Result<(), InputError> {
         }
     }
     Ok(())
+}
+
+/// A purchase against its cloud's rule (`gpucap_provider::purchase_rules`): a capacity block
+/// lasts a whole number of days the cloud sells. (More instances than one purchase may hold are
+/// bought as several purchases by `apply` and `generate`.) Actions without a rule (runs, releases, clouds or
+/// instruments gpucap has no rule for) pass. The error is the field and the message.
+fn within_purchase_rule(
+    a: &super::Action,
+    start: DateTime<Utc>,
+    end: DateTime<Utc>,
+) -> Result<(), (&'static str, String)> {
+    use gpucap_provider::{PurchaseKind, purchase_rules};
+    let kind = match a.kind {
+        ActionKind::PurchaseCapacityBlock => PurchaseKind::CapacityBlock,
+        ActionKind::Reserve => PurchaseKind::Reservation,
+        _ => return Ok(()),
+    };
+    let Some(rule) = a
+        .cloud
+        .parse::<Cloud>()
+        .ok()
+        .and_then(|c| purchase_rules::for_offer(c, kind, None))
+    else {
+        return Ok(());
+    };
+    if kind == PurchaseKind::CapacityBlock && !rule.lengths.is_empty() {
+        let hours = (end - start).num_hours();
+        let whole_days = (end - start).num_minutes() % (24 * 60) == 0;
+        let days = u32::try_from(hours / 24).unwrap_or(u32::MAX);
+        if !whole_days || !rule.lengths_days(u32::MAX).contains(&days) {
+            let sold = rule.lengths_days(u32::MAX);
+            return Err((
+                "end",
+                format!(
+                    "a block of {hours} hours: {} sells blocks of {} days ({})",
+                    rule.name,
+                    days_list(&sold),
+                    rule.source
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `1-14, 21, 28, …` in short: runs of consecutive days joined.
+fn days_list(days: &[u32]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < days.len() {
+        let mut j = i;
+        while j + 1 < days.len() && days[j + 1] == days[j] + 1 {
+            j += 1;
+        }
+        parts.push(if j > i + 1 {
+            format!("{}-{}", days[i], days[j])
+        } else if j == i + 1 {
+            format!("{}, {}", days[i], days[j])
+        } else {
+            days[i].to_string()
+        });
+        i = j + 1;
+    }
+    parts.join(", ")
 }
