@@ -2,8 +2,8 @@
 //! done, turned into units of work the executor carries out one by one. Pure: the plan, the
 //! state, the launch settings and the time in; a list of [`Work`] out.
 //!
-//! - A capacity block larger than one block can hold is split into [`MAX_BLOCK_INSTANCES`]
-//!   parts, each its own purchase with its own id (`<action>#<n>`), so a crash between two
+//! - A capacity block larger than its cloud sells in one (AWS: 64, [`MAX_BLOCK_INSTANCES`])
+//!   is split into parts ([`Action::piece_sizes`]), each its own purchase with its own id (`<action>#<n>`), so a crash between two
 //!   parts leaves the state saying exactly which were bought.
 //! - Runs are not bought: they are the size of a pool. Every pool the plan runs instances in
 //!   gets one [`PoolWork`] with the size the plan runs *now* (on-demand and spot), so a pool
@@ -133,11 +133,7 @@ pub struct Todo {
 
 /// The id of part `n` (from 1) of `parts`.
 pub fn part_id(action: &str, n: u32, parts: u32) -> String {
-    if parts <= 1 {
-        action.to_string()
-    } else {
-        format!("{action}#{n}")
-    }
+    crate::plan::piece_id(action, n, parts)
 }
 
 /// Whether a state resource was made for `action` (whole or a part of it).
@@ -155,13 +151,7 @@ fn live(r: &ManagedResource) -> bool {
 
 /// Splits `instances` into parts of at most `max` as even as possible (largest first).
 pub fn split(instances: u32, max: u32) -> Vec<u32> {
-    if instances == 0 || max == 0 {
-        return Vec::new();
-    }
-    let parts = instances.div_ceil(max);
-    let base = instances / parts;
-    let extra = instances % parts;
-    (0..parts).map(|i| base + u32::from(i < extra)).collect()
+    crate::plan::split_even(instances, max)
 }
 
 /// The work for the due purchases and releases, and the pools at `now`.
@@ -192,11 +182,7 @@ pub fn todo(
                 } else {
                     ResourceKind::CapacityBlock
                 };
-                let sizes = if kind == ResourceKind::CapacityBlock {
-                    split(a.instances, MAX_BLOCK_INSTANCES)
-                } else {
-                    vec![a.instances]
-                };
+                let sizes = a.piece_sizes();
                 let parts = u32::try_from(sizes.len()).unwrap_or(u32::MAX);
                 let mut any = false;
                 for (n, instances) in (1..).zip(sizes) {

@@ -285,6 +285,50 @@ pub struct Action {
     pub campaigns: Vec<String>,
 }
 
+impl Action {
+    /// The sizes of the purchases this action is bought as: one, unless its cloud sells fewer
+    /// instances in one capacity block (its purchase rule, `gpucap_provider::purchase_rules`:
+    /// AWS at most 64); then pieces as even as possible, largest first (100 → 50 + 50). `apply`
+    /// buys each as its own purchase (`<action>#<n>`) and `generate` writes a call for each.
+    pub fn piece_sizes(&self) -> Vec<u32> {
+        use gpucap_provider::{Cloud, PurchaseKind, purchase_rules};
+        if self.kind != ActionKind::PurchaseCapacityBlock {
+            return vec![self.instances];
+        }
+        let max = self
+            .cloud
+            .parse::<Cloud>()
+            .ok()
+            .and_then(|c| purchase_rules::for_offer(c, PurchaseKind::CapacityBlock, None))
+            .and_then(|r| r.max_instances);
+        match max {
+            Some(max) => split_even(self.instances, max),
+            None => vec![self.instances],
+        }
+    }
+}
+
+/// Splits `instances` into parts of at most `max`, as even as possible (largest first).
+pub fn split_even(instances: u32, max: u32) -> Vec<u32> {
+    if instances == 0 || max == 0 {
+        return Vec::new();
+    }
+    let parts = instances.div_ceil(max);
+    let base = instances / parts;
+    let extra = instances % parts;
+    (0..parts).map(|i| base + u32::from(i < extra)).collect()
+}
+
+/// The id of piece `n` (from 1) of `count`: the action's own id for a purchase of one piece,
+/// `<action>#<n>` otherwise. `apply` records each piece under it; Terraform names it so.
+pub fn piece_id(action: &str, n: u32, count: u32) -> String {
+    if count <= 1 {
+        action.to_string()
+    } else {
+        format!("{action}#{n}")
+    }
+}
+
 /// One pool: where it may run and, hour by hour, demand against planned capacity.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PoolPlan {

@@ -417,11 +417,29 @@ impl<'a> Builder<'a> {
         });
     }
 
+    /// One call per piece the cloud sells the purchase in (`100` AWS block instances: a call for
+    /// 50 and one for 50, named `<call>_1`, `<call>_2`, as `apply` buys them).
     fn term(&mut self, d: &DueAction<'a>, name: String, aliases: &Namer) {
-        let a = d.action;
+        let sizes = d.action.piece_sizes();
+        if sizes.len() <= 1 {
+            return self.term_piece(d, d.action, name, aliases);
+        }
+        let total = d.action.instances.max(1);
+        let count = u32::try_from(sizes.len()).unwrap_or(u32::MAX);
+        for (n, &size) in (1..).zip(&sizes) {
+            let mut piece = d.action.clone();
+            piece.id = crate::plan::piece_id(&d.action.id, n, count);
+            piece.instances = size;
+            piece.gpus = d.action.gpus / total * size;
+            piece.cost = d.action.cost * f64::from(size) / f64::from(total);
+            self.term_piece(d, &piece, format!("{name}_{n}"), aliases);
+        }
+    }
+
+    fn term_piece(&mut self, d: &DueAction<'a>, a: &Action, name: String, aliases: &Namer) {
         let hours = (d.end - d.start).num_hours();
         let mut comment = vec![format!(
-            "{} {} x {} in {} for pool {}, {} to {} (action {}).",
+            "{} {} x {} in {} for pool {}, {} to {} ({} {}).",
             a.kind.as_str(),
             a.instances,
             a.instance_type,
@@ -429,6 +447,11 @@ impl<'a> Builder<'a> {
             a.pool,
             a.start,
             a.end,
+            if a.id == d.action.id {
+                "action"
+            } else {
+                "piece"
+            },
             a.id
         )];
         if a.irreversible {
