@@ -103,7 +103,11 @@ mod tests {
     use std::path::Path;
 
     fn on_disk(ext: &str) -> Vec<String> {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("policies");
+        // At run time, as cargo sets it for the test: a test binary may be reused from a clone
+        // at another path, where the compile-time value would point.
+        let root =
+            std::env::var_os("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR, set by cargo");
+        let dir = Path::new(&root).join("policies");
         let mut out = Vec::new();
         crate::policy::engine::collect(&dir, ext, &mut out).expect("policies/ is readable");
         let mut names: Vec<String> = out
