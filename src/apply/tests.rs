@@ -512,12 +512,12 @@ fn pools_are_sized_for_now_and_need_launch_settings() {
 
 #[test]
 fn split_is_even_and_bounded() {
-    assert_eq!(work::split(100, 64), [50, 50]);
-    assert_eq!(work::split(129, 64), [43, 43, 43]);
-    assert_eq!(work::split(64, 64), [64]);
-    assert!(work::split(0, 64).is_empty());
-    assert_eq!(work::part_id("a", 1, 1), "a");
-    assert_eq!(work::part_id("a", 2, 3), "a#2");
+    assert_eq!(crate::plan::split_even(100, 64), [50, 50]);
+    assert_eq!(crate::plan::split_even(129, 64), [43, 43, 43]);
+    assert_eq!(crate::plan::split_even(64, 64), [64]);
+    assert!(crate::plan::split_even(0, 64).is_empty());
+    assert_eq!(crate::plan::piece_id("a", 1, 1), "a");
+    assert_eq!(crate::plan::piece_id("a", 2, 3), "a#2");
 }
 
 #[test]

@@ -2,9 +2,10 @@
 //! done, turned into units of work the executor carries out one by one. Pure: the plan, the
 //! state, the launch settings and the time in; a list of [`Work`] out.
 //!
-//! - A capacity block larger than its cloud sells in one (AWS: 64, [`MAX_BLOCK_INSTANCES`])
-//!   is split into parts ([`Action::piece_sizes`]), each its own purchase with its own id (`<action>#<n>`), so a crash between two
-//!   parts leaves the state saying exactly which were bought.
+//! - A capacity block larger than its cloud sells in one (AWS: 64, from its purchase rule)
+//!   is split into parts ([`Action::piece_sizes`]), each its own purchase with its own id
+//!   (`<action>#<n>`), so a crash between two parts leaves the state saying exactly which
+//!   were bought.
 //! - Runs are not bought: they are the size of a pool. Every pool the plan runs instances in
 //!   gets one [`PoolWork`] with the size the plan runs *now* (on-demand and spot), so a pool
 //!   whose runs are over is scaled to zero by the same rule.
@@ -22,9 +23,6 @@ use crate::plan::due::DueAction;
 use crate::plan::{Action, ActionKind, Plan};
 use crate::state::{ManagedResource, ResourceStatus, State};
 use crate::timespec;
-
-/// The most instances one AWS capacity block holds (p5/p5e/p5en/trn2: 64).
-pub const MAX_BLOCK_INSTANCES: u32 = 64;
 
 /// The clouds apply can act on (for some kinds of action, see [`cannot_act`]).
 pub const ACT_CLOUDS: &[&str] = &["aws", "azure", "gcp"];
@@ -131,11 +129,6 @@ pub struct Todo {
     pub already_done: Vec<String>,
 }
 
-/// The id of part `n` (from 1) of `parts`.
-pub fn part_id(action: &str, n: u32, parts: u32) -> String {
-    crate::plan::piece_id(action, n, parts)
-}
-
 /// Whether a state resource was made for `action` (whole or a part of it).
 pub fn belongs_to(resource: &ManagedResource, action: &str) -> bool {
     resource.action == action
@@ -147,11 +140,6 @@ pub fn belongs_to(resource: &ManagedResource, action: &str) -> bool {
 
 fn live(r: &ManagedResource) -> bool {
     !matches!(r.status, ResourceStatus::Released)
-}
-
-/// Splits `instances` into parts of at most `max` as even as possible (largest first).
-pub fn split(instances: u32, max: u32) -> Vec<u32> {
-    crate::plan::split_even(instances, max)
 }
 
 /// The work for the due purchases and releases, and the pools at `now`.
@@ -186,7 +174,7 @@ pub fn todo(
                 let parts = u32::try_from(sizes.len()).unwrap_or(u32::MAX);
                 let mut any = false;
                 for (n, instances) in (1..).zip(sizes) {
-                    let id = part_id(&a.id, n, parts);
+                    let id = crate::plan::piece_id(&a.id, n, parts);
                     let done = state
                         .resources
                         .iter()

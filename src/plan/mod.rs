@@ -286,22 +286,28 @@ pub struct Action {
 }
 
 impl Action {
-    /// The sizes of the purchases this action is bought as: one, unless its cloud sells fewer
-    /// instances in one capacity block (its purchase rule, `gpucap_provider::purchase_rules`:
-    /// AWS at most 64); then pieces as even as possible, largest first (100 → 50 + 50). `apply`
-    /// buys each as its own purchase (`<action>#<n>`) and `generate` writes a call for each.
-    pub fn piece_sizes(&self) -> Vec<u32> {
+    /// The purchase rule of this action's cloud and instrument
+    /// (`gpucap_provider::purchase_rules`), for a capacity block or a reservation on a cloud
+    /// gpucap has a rule for.
+    pub fn purchase_rule(&self) -> Option<&'static gpucap_provider::purchase_rules::PurchaseRule> {
         use gpucap_provider::{Cloud, PurchaseKind, purchase_rules};
+        let kind = match self.kind {
+            ActionKind::PurchaseCapacityBlock => PurchaseKind::CapacityBlock,
+            ActionKind::Reserve => PurchaseKind::Reservation,
+            _ => return None,
+        };
+        purchase_rules::for_offer(self.cloud.parse::<Cloud>().ok()?, kind, None)
+    }
+
+    /// The sizes of the purchases this action is bought as: one, unless its cloud sells fewer
+    /// instances in one capacity block ([`Action::purchase_rule`]: AWS at most 64); then
+    /// pieces as even as possible, largest first (100 → 50 + 50). `apply` buys each as its own
+    /// purchase (`<action>#<n>`) and `generate` writes a call for each.
+    pub fn piece_sizes(&self) -> Vec<u32> {
         if self.kind != ActionKind::PurchaseCapacityBlock {
             return vec![self.instances];
         }
-        let max = self
-            .cloud
-            .parse::<Cloud>()
-            .ok()
-            .and_then(|c| purchase_rules::for_offer(c, PurchaseKind::CapacityBlock, None))
-            .and_then(|r| r.max_instances);
-        match max {
+        match self.purchase_rule().and_then(|r| r.max_instances) {
             Some(max) => split_even(self.instances, max),
             None => vec![self.instances],
         }
