@@ -12,6 +12,10 @@
 
 #[path = "support/campaigns.rs"]
 mod campaigns;
+#[path = "support/measure.rs"]
+mod measure;
+
+use measure::{cpu_seconds, machine, peak_rss_mb};
 
 use std::path::Path;
 use std::process::Command;
@@ -122,35 +126,4 @@ fn run(dir: &Path, config: &Path, extra: &[String]) -> Row {
             .map_or("—".into(), |c| format!("{c:.0}")),
         status: solution["status"].as_str().unwrap_or("—").to_string(),
     }
-}
-
-/// The process's peak resident memory (Linux: `VmHWM` in /proc/self/status).
-fn peak_rss_mb() -> Option<f64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb / 1024.0)
-}
-
-/// The process's CPU time, user and system (Linux: /proc/self/stat, in the kernel's fixed
-/// 100 ticks per second for user space).
-fn cpu_seconds() -> Option<f64> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    // Fields after the command name, which is in parentheses and may hold spaces.
-    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
-    let ticks = |i: usize| fields.get(i)?.parse::<f64>().ok();
-    Some((ticks(11)? + ticks(12)?) / 100.0)
-}
-
-fn machine() -> String {
-    let cpu = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|c| {
-            c.lines()
-                .find(|l| l.starts_with("model name"))
-                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
-        })
-        .unwrap_or_else(|| "unknown CPU".into());
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    format!("{cpu}, {cores} cores")
 }

@@ -19,6 +19,8 @@
 mod generate;
 #[path = "support/hourly_milp.rs"]
 mod hourly_milp;
+#[path = "support/measure.rs"]
+mod measure;
 #[path = "../tests/support/python.rs"]
 mod python;
 
@@ -29,6 +31,7 @@ use std::time::Instant;
 use generate::{Shape, generate};
 use gpucap::problem::{OfferKind, Problem, validate};
 use gpucap::solver::{self, SolveOptions};
+use measure::{machine, peak_rss_mb};
 
 const SEED: u64 = 7;
 
@@ -245,14 +248,6 @@ fn child(path: &Path) {
     println!("{report}");
 }
 
-/// The process's peak resident memory (Linux: `VmHWM` in /proc/self/status).
-fn peak_rss_mb() -> Option<f64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb / 1024.0)
-}
-
 fn highs_python() -> Option<PathBuf> {
     match std::panic::catch_unwind(python::python) {
         Ok(p) => Some(p),
@@ -322,17 +317,4 @@ fn highs(
         format!("> {:.0}×", limit / ours)
     };
     (time, cost, ratio)
-}
-
-fn machine() -> String {
-    let cpu = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|c| {
-            c.lines()
-                .find(|l| l.starts_with("model name"))
-                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
-        })
-        .unwrap_or_else(|| "unknown CPU".into());
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    format!("{cpu}, {cores} cores")
 }

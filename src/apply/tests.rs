@@ -524,18 +524,18 @@ fn pieces_follow_the_plan_else_the_clouds_rule() {
         129,
         1.0,
     );
-    assert_eq!(work::pieces(&a), [64, 64, 1]);
+    assert_eq!(a.piece_sizes(), [64, 64, 1]);
     a.instances = 64;
-    assert_eq!(work::pieces(&a), [64]);
+    assert_eq!(a.piece_sizes(), [64]);
     // The plan's pieces win.
     a.instances = 71;
     a.pieces = vec![64, 7];
-    assert_eq!(work::pieces(&a), [64, 7]);
+    assert_eq!(a.piece_sizes(), [64, 7]);
     // Reservations have no per-purchase limit on AWS.
     let r = action("r", ActionKind::Reserve, "us-east-1a", 200, 1.0);
-    assert_eq!(work::pieces(&r), [200]);
-    assert_eq!(work::part_id("a", 1, 1), "a");
-    assert_eq!(work::part_id("a", 2, 3), "a#2");
+    assert_eq!(r.piece_sizes(), [200]);
+    assert_eq!(crate::plan::piece_id("a", 1, 1), "a");
+    assert_eq!(crate::plan::piece_id("a", 2, 3), "a#2");
 }
 
 #[test]

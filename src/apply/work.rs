@@ -4,7 +4,7 @@
 //!
 //! - A purchase larger than the cloud sells in one piece is bought as the pieces the plan lists
 //!   (`Action::pieces`; for a plan without them, the cloud's purchase rule,
-//!   [`gpucap_provider::purchase_rules`], splits it the same way: 71 AWS block instances are
+//!   `gpucap_provider::purchase_rules`, splits it the same way: 71 AWS block instances are
 //!   64 + 7), each its own purchase with its own id (`<action>#<n>`), so a crash between two
 //!   pieces leaves the state saying exactly which were bought.
 //! - Runs are not bought: they are the size of a pool. Every pool the plan runs instances in
@@ -130,11 +130,6 @@ pub struct Todo {
     pub already_done: Vec<String>,
 }
 
-/// The id of part `n` (from 1) of `parts`.
-pub fn part_id(action: &str, n: u32, parts: u32) -> String {
-    crate::plan::piece_id(action, n, parts)
-}
-
 /// Whether a state resource was made for `action` (whole or a part of it).
 pub fn belongs_to(resource: &ManagedResource, action: &str) -> bool {
     resource.action == action
@@ -146,11 +141,6 @@ pub fn belongs_to(resource: &ManagedResource, action: &str) -> bool {
 
 fn live(r: &ManagedResource) -> bool {
     !matches!(r.status, ResourceStatus::Released)
-}
-
-/// The pieces `a` is bought as ([`Action::piece_sizes`]).
-pub fn pieces(a: &Action) -> Vec<u32> {
-    a.piece_sizes()
 }
 
 /// The work for the due purchases and releases, and the pools at `now`.
@@ -181,11 +171,11 @@ pub fn todo(
                 } else {
                     ResourceKind::CapacityBlock
                 };
-                let sizes = pieces(a);
+                let sizes = a.piece_sizes();
                 let parts = u32::try_from(sizes.len()).unwrap_or(u32::MAX);
                 let mut any = false;
                 for (n, instances) in (1..).zip(sizes) {
-                    let id = part_id(&a.id, n, parts);
+                    let id = crate::plan::piece_id(&a.id, n, parts);
                     let done = state
                         .resources
                         .iter()

@@ -297,29 +297,36 @@ pub struct Action {
 }
 
 impl Action {
-    /// The sizes of the purchases this action is made of: [`Action::pieces`], or for a plan
-    /// made without them, the cloud's purchase rule (`gpucap_provider::purchase_rules`), split
-    /// as the planner would (`problem::split_purchase`). Runs are one piece.
-    pub fn piece_sizes(&self) -> Vec<u32> {
+    /// The purchase rule of this action's cloud and instrument
+    /// (`gpucap_provider::purchase_rules`), for a capacity block or a reservation on a cloud
+    /// gpucap has a rule for.
+    pub fn purchase_rule(&self) -> Option<&'static gpucap_provider::purchase_rules::PurchaseRule> {
         use gpucap_provider::{Cloud, PurchaseKind, purchase_rules};
-        if !self.pieces.is_empty() {
-            return self.pieces.clone();
-        }
         let kind = match self.kind {
             ActionKind::PurchaseCapacityBlock => PurchaseKind::CapacityBlock,
             ActionKind::Reserve => PurchaseKind::Reservation,
-            _ => return vec![self.instances],
+            _ => return None,
         };
-        let rule = self
-            .cloud
-            .parse::<Cloud>()
-            .ok()
-            .and_then(|c| purchase_rules::for_offer(c, kind, None));
-        crate::problem::split_purchase(
-            self.instances,
-            rule.map(|r| r.min_instances),
-            rule.and_then(|r| r.max_instances),
-        )
+        purchase_rules::for_offer(self.cloud.parse::<Cloud>().ok()?, kind, None)
+    }
+
+    /// The sizes of the purchases this action is made of: [`Action::pieces`], or for a plan
+    /// made without them, its cloud's purchase rule ([`Action::purchase_rule`]) split as the
+    /// planner would (`problem::split_purchase`: 71 AWS block instances are 64 + 7). `apply`
+    /// buys each as its own purchase (`<action>#<n>`) and `generate` writes a call for each.
+    /// Runs are one piece.
+    pub fn piece_sizes(&self) -> Vec<u32> {
+        if !self.pieces.is_empty() {
+            return self.pieces.clone();
+        }
+        match self.purchase_rule() {
+            Some(rule) => crate::problem::split_purchase(
+                self.instances,
+                Some(rule.min_instances),
+                rule.max_instances,
+            ),
+            None => vec![self.instances],
+        }
     }
 }
 

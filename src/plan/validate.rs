@@ -240,18 +240,7 @@ fn within_purchase_rule(
     start: DateTime<Utc>,
     end: DateTime<Utc>,
 ) -> Result<(), (&'static str, String)> {
-    use gpucap_provider::{PurchaseKind, purchase_rules};
-    let kind = match a.kind {
-        ActionKind::PurchaseCapacityBlock => PurchaseKind::CapacityBlock,
-        ActionKind::Reserve => PurchaseKind::Reservation,
-        _ => return Ok(()),
-    };
-    let Some(rule) = a
-        .cloud
-        .parse::<Cloud>()
-        .ok()
-        .and_then(|c| purchase_rules::for_offer(c, kind, None))
-    else {
+    let Some(rule) = a.purchase_rule() else {
         return Ok(());
     };
     let sells = |n: u32| n >= rule.min_instances && rule.max_instances.is_none_or(|m| n <= m);
@@ -280,12 +269,12 @@ fn within_purchase_rule(
             ));
         }
     }
-    if kind == PurchaseKind::CapacityBlock && !rule.lengths.is_empty() {
+    if a.kind == ActionKind::PurchaseCapacityBlock && !rule.lengths.is_empty() {
         let hours = (end - start).num_hours();
         let whole_days = (end - start).num_minutes() % (24 * 60) == 0;
         let days = u32::try_from(hours / 24).unwrap_or(u32::MAX);
-        if !whole_days || !rule.lengths_days(u32::MAX).contains(&days) {
-            let sold = rule.lengths_days(u32::MAX);
+        let sold = rule.lengths_days(u32::MAX);
+        if !whole_days || !sold.contains(&days) {
             return Err((
                 "end",
                 format!(

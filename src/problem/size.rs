@@ -51,23 +51,6 @@ fn gcd(a: u64, b: u64) -> u64 {
     if b == 0 { a } else { gcd(b, a % b) }
 }
 
-/// The most GPUs the segments ask for at one hour. Segments may overlap in a problem file, so
-/// they are summed per hour through their breakpoints.
-fn peak_of<'a>(segments: impl Iterator<Item = &'a crate::problem::Segment>) -> u64 {
-    let mut delta: std::collections::BTreeMap<u32, i64> = Default::default();
-    for s in segments {
-        *delta.entry(s.from()).or_default() += i64::from(s.value());
-        *delta.entry(s.to()).or_default() -= i64::from(s.value());
-    }
-    let mut level = 0i64;
-    let mut peak = 0u64;
-    for change in delta.values() {
-        level += change;
-        peak = peak.max(level.max(0) as u64);
-    }
-    peak
-}
-
 /// The distinct `(firm, all)` GPUs asked for in the segments between consecutive `breaks` (every
 /// demand change is a break).
 fn segment_demands(d: &PoolSegments, breaks: &BTreeSet<u32>) -> BTreeSet<(u64, u64)> {
@@ -115,16 +98,12 @@ pub fn estimate(v: &Validated) -> Size {
         .enumerate()
         .map(|(p, id)| {
             let mut breaks: BTreeSet<u32> = BTreeSet::from([0, hours]);
-            let mut peak = 0u64;
-            let mut flex_peak = 0u64;
             for k in 0..problem.scenarios.len() {
                 let d = v.demand(k, p);
                 for s in d.firm.iter().chain(&d.flex) {
                     breaks.insert(s.from());
                     breaks.insert(s.to());
                 }
-                peak = peak.max(peak_of(d.firm.iter().chain(&d.flex)));
-                flex_peak = flex_peak.max(peak_of(d.flex.iter()));
             }
             let mut unit = 0u64;
             let mut term_unit = 0u64;
@@ -159,6 +138,23 @@ pub fn estimate(v: &Validated) -> Size {
                     OfferKind::OnDemand => {}
                 }
             }
+            // Each scenario's distinct segment demands (every demand change is a break, so
+            // their largest are the peaks of all demand and of flex demand).
+            let demands: Vec<BTreeSet<(u64, u64)>> = (0..problem.scenarios.len())
+                .map(|k| segment_demands(v.demand(k, p), &breaks))
+                .collect();
+            let peak = demands
+                .iter()
+                .flatten()
+                .map(|&(_, all)| all)
+                .max()
+                .unwrap_or(0);
+            let flex_peak = demands
+                .iter()
+                .flatten()
+                .map(|&(firm, all)| all - firm)
+                .max()
+                .unwrap_or(0);
             let unit = unit.max(1);
             let segments = breaks.len().saturating_sub(1) as u64;
             let levels = peak / unit + 1;
@@ -174,11 +170,12 @@ pub fn estimate(v: &Validated) -> Size {
                 // and whose levels above it read that table.
                 let term_unit = term_unit.max(1);
                 let no_firm = levels.saturating_mul(spot.min(peak) / unit + 1);
-                let curves = (0..problem.scenarios.len())
-                    .map(|k| {
-                        segment_demands(v.demand(k, p), &breaks)
-                            .into_iter()
-                            .map(|(firm, all)| {
+                let curves = demands
+                    .iter()
+                    .map(|scenario| {
+                        scenario
+                            .iter()
+                            .map(|&(firm, all)| {
                                 let splits = spot.min(all - firm) / unit + 1;
                                 (firm / term_unit + 1)
                                     .saturating_mul(splits)
