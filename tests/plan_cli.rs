@@ -333,6 +333,11 @@ fn restricted(problem: &Problem, keep: impl Fn(&gpucap::problem::Offer) -> bool)
     for s in &mut p.scenarios {
         s.max_instances.retain(|id, _| ids.contains(id));
     }
+    // A limit keeps the offers left; one with none left limits nothing.
+    for l in &mut p.shared_limits {
+        l.offers.retain(|id, _| ids.contains(id));
+    }
+    p.shared_limits.retain(|l| !l.offers.is_empty());
     p
 }
 

@@ -255,6 +255,11 @@ fn make_with(
             .map_err(|e| anyhow::anyhow!("gpucap built an invalid problem (a bug): {e}"))?;
         let relaxed = solver::solve(&relaxed_valid, &options);
         let why = match (solution.status, relaxed.status) {
+            (problem::Status::Infeasible, problem::Status::Optimal | problem::Status::Feasible)
+                if solution.out_of_time =>
+            {
+                Some(quota::Why::NotFoundInTime)
+            }
             (problem::Status::Infeasible, problem::Status::Optimal | problem::Status::Feasible) => {
                 Some(quota::Why::Needed)
             }
@@ -276,7 +281,7 @@ fn make_with(
                 now,
                 why,
             );
-            if why == quota::Why::Needed {
+            if matches!(why, quota::Why::Needed | quota::Why::NotFoundInTime) {
                 // The solver's own words say whether no plan exists within the quotas or none
                 // was found before the time limit (pools coupled by quotas are solved jointly).
                 let said = solution

@@ -21,6 +21,10 @@ use crate::timespec::{Horizon, rfc3339};
 pub enum Why {
     /// The demand cannot be covered within the quotas.
     Needed,
+    /// No plan within the quotas was found before the time limit (one may exist): the plan
+    /// made without them depends on these increases as much as a `Needed` one, until the
+    /// quotas held are stated or more time finds a plan within them.
+    NotFoundInTime,
     /// It can, and the quota-free plan costs this much less (USD, expected).
     Saves(f64),
 }
@@ -110,6 +114,11 @@ pub fn increases(
                 q.unit.as_str(),
                 rfc3339(first_needed)
             ),
+            Why::NotFoundInTime => format!(
+                "no plan within the quotas was found in the time limit (pools that share a binding quota are solved together, which can take long); this plan uses up to {requested} {} from {}. State the quotas you hold in [quotas] (they may well be higher than gpucap's default) or allow more time (--time-limit)",
+                q.unit.as_str(),
+                rfc3339(first_needed)
+            ),
             Why::Saves(saving) => format!(
                 "a plan with this increase (and the others listed) costs {} less",
                 crate::render::plan_view::money(saving)
@@ -138,10 +147,10 @@ pub fn increases(
             increase: requested.saturating_sub(q.value),
             first_needed: rfc3339(first_needed),
             request_by: rfc3339(request_by),
-            needed: why == Why::Needed,
+            needed: matches!(why, Why::Needed | Why::NotFoundInTime),
             saving: match why {
                 Why::Saves(s) => Some(s),
-                Why::Needed => None,
+                Why::Needed | Why::NotFoundInTime => None,
             },
             reason,
         });
@@ -225,6 +234,7 @@ mod tests {
                 }],
             }],
             message: None,
+            out_of_time: false,
         };
         let horizon = Horizon::new(parse_timestamp("2027-01-04").unwrap(), Span::days(10));
         let now = parse_timestamp("2027-01-01").unwrap();

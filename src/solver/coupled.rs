@@ -90,7 +90,7 @@ pub(crate) fn alone_suffices(v: &Validated, outcomes: &[PoolOutcome]) -> bool {
     let mut plans = Vec::with_capacity(outcomes.len());
     for outcome in outcomes {
         match outcome {
-            PoolOutcome::Short(_) => return true,
+            PoolOutcome::Short(_) | PoolOutcome::OutOfTime(_) => return true,
             PoolOutcome::Planned { proven: false, .. } => return false,
             PoolOutcome::Planned { plan, .. } => plans.push(plan),
         }
@@ -203,7 +203,7 @@ pub(crate) fn solve_group(
                 })
                 .collect()
         }
-        MipStatus::NoSolution => vec![PoolOutcome::Short(format!(
+        MipStatus::NoSolution => vec![PoolOutcome::OutOfTime(format!(
             "no plan for pools {} (coupled by shared limits) was found in the time limit; allow more time",
             names(v, scopes)
         ))],
