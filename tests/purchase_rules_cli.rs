@@ -114,8 +114,9 @@ fn the_quickstart_buys_nothing_larger_than_sold_shares_limits_once_and_checks_qu
             if a.kind == ActionKind::Release {
                 continue;
             }
-            for h in a.start_hour as usize..(a.end_hour as usize).min(hours) {
-                used[h] += u64::from(w) * u64::from(a.instances);
+            let to = (a.end_hour as usize).min(hours);
+            for u in used.iter_mut().take(to).skip(a.start_hour as usize) {
+                *u += u64::from(w) * u64::from(a.instances);
             }
         }
         let (hour, most) = used
@@ -153,8 +154,9 @@ fn the_quickstart_buys_nothing_larger_than_sold_shares_limits_once_and_checks_qu
             .filter(|a| a.kind != ActionKind::Release)
         {
             if let Some(&w) = q.offers.get(&a.offer) {
-                for h in a.start_hour as usize..(a.end_hour as usize).min(hours) {
-                    used[h] += u64::from(w) * u64::from(a.instances);
+                let to = (a.end_hour as usize).min(hours);
+                for u in used.iter_mut().take(to).skip(a.start_hour as usize) {
+                    *u += u64::from(w) * u64::from(a.instances);
                 }
             }
         }
