@@ -312,6 +312,7 @@ fn make_with(
         .chain(&state_inputs)
         .cloned();
     let fingerprint = fingerprint(local, &existing, &planned, offers)?;
+    let out_of_time = solution.out_of_time;
     let mut plan = build(PlanInputs {
         problem: &validated,
         planned: &planned,
@@ -323,10 +324,13 @@ fn make_with(
         now,
     })
     .map_err(|e| {
+        let hint = if out_of_time {
+            "no plan was found in the time limit: allow more time (`--time-limit`); pools that share a binding quota or limit are solved together and can take long (docs/purchase-rules-and-quotas.md, \"When quotas bind\")"
+        } else {
+            "check the pools' on-demand limits and the demand peaks (`gpucap demand`)"
+        };
         anyhow::Error::new(
-            InputError::new(Location::file(&global.config), e.to_string()).with_hint(
-                "check the pools' on-demand limits and the demand peaks (`gpucap demand`)",
-            ),
+            InputError::new(Location::file(&global.config), e.to_string()).with_hint(hint),
         )
     })?;
 
