@@ -281,7 +281,7 @@ fn make_with(
                 now,
                 why,
             );
-            if matches!(why, quota::Why::Needed | quota::Why::NotFoundInTime) {
+            if why.needed() {
                 // The solver's own words say whether no plan exists within the quotas or none
                 // was found before the time limit (pools coupled by quotas are solved jointly).
                 let said = solution

@@ -29,6 +29,13 @@ pub enum Why {
     Saves(f64),
 }
 
+impl Why {
+    /// Whether the plan made without the quotas is the plan (it depends on the increases).
+    pub fn needed(self) -> bool {
+        matches!(self, Why::Needed | Why::NotFoundInTime)
+    }
+}
+
 /// The problem without its quota limits (the other shared limits stay).
 pub fn without_quotas(problem: &Problem, quotas: &[QuotaLimit]) -> Problem {
     let mut relaxed = problem.clone();
@@ -147,7 +154,7 @@ pub fn increases(
             increase: requested.saturating_sub(q.value),
             first_needed: rfc3339(first_needed),
             request_by: rfc3339(request_by),
-            needed: matches!(why, Why::Needed | Why::NotFoundInTime),
+            needed: why.needed(),
             saving: match why {
                 Why::Saves(s) => Some(s),
                 Why::Needed | Why::NotFoundInTime => None,
