@@ -36,6 +36,7 @@ use crate::problem::{OfferKind, Validated};
 
 use super::PoolOutcome;
 use super::diagnose;
+use super::incumbent;
 use super::mip::{self, Mip, MipLimits, MipStatus};
 use super::model::{Mode, PoolModel, PoolPlan};
 use super::pool::{PoolData, Scope};
@@ -171,7 +172,8 @@ pub(crate) fn solve_group(
     let mut mip = Mip::new();
     let offsets: Vec<usize> = models.iter().map(|m| mip.append(&m.mip)).collect();
     add_shared_rows(v, &data, &models, &offsets, &mut mip);
-    let limits = MipLimits {
+    let constant: f64 = models.iter().map(|m| m.constant).sum();
+    let limits = |cutoff: Option<f64>| MipLimits {
         time_limit: deadline.map(|d| d.saturating_duration_since(Instant::now())),
         rel_gap: options.rel_gap,
         log: options.solver_log,
@@ -179,35 +181,73 @@ pub(crate) fn solve_group(
             .iter()
             .flat_map(|d| &d.terms)
             .any(|t| t.pieces.is_some()),
+        cutoff,
     };
-    let result = mip::solve(&mip, limits);
-    let constant: f64 = models.iter().map(|m| m.constant).sum();
+    // A first plan from the relaxation (`super::incumbent`): a cost for branch and bound to
+    // beat, and the answer when it finds nothing cheaper.
+    let mut relaxation = mip.clone();
+    relaxation.integer.fill(false);
+    let relaxed = mip::solve(&relaxation, limits(None));
+    let first = |values: &[f64]| {
+        incumbent::rounded_plan(v, &data, &models, &offsets, values, deadline).map(|plans| {
+            let cost = super::plan::solution(v, &plans).expected_cost;
+            (plans, cost)
+        })
+    };
+    let incumbent = (relaxed.status == MipStatus::Optimal)
+        .then(|| first(&relaxed.values))
+        .flatten();
+    // Nodes that cannot beat the first plan by more than half the optimality gap are pruned, so
+    // a search that ends without a plan proves the first one optimal.
+    let cutoff = incumbent
+        .as_ref()
+        .map(|(_, cost)| cost - constant - 0.5 * super::OPTIMALITY_GAP * cost.abs());
+    let result = mip::solve(&mip, limits(cutoff));
+    let bound = result.bound.max(relaxed.bound) + constant;
     tracing::debug!(
         pools = scopes.len(),
         columns = mip.num_cols(),
         rows = mip.num_rows(),
+        relaxation = relaxed.bound + constant,
+        first_plan = incumbent.as_ref().map(|(_, cost)| *cost),
         status = ?result.status,
         "coupled pools solved"
     );
-    match result.status {
-        MipStatus::Optimal | MipStatus::Feasible => {
-            let proven = result.status == MipStatus::Optimal;
-            models
+    let planned = |plans: Vec<PoolPlan>, bound: f64, proven: bool| {
+        plans
+            .into_iter()
+            .enumerate()
+            .map(|(i, plan)| PoolOutcome::Planned {
+                plan,
+                bound: if i == 0 { bound } else { 0.0 },
+                proven,
+            })
+            .collect()
+    };
+    match (result.status, incumbent) {
+        (MipStatus::Optimal | MipStatus::Feasible, incumbent) => {
+            let plans: Vec<PoolPlan> = models
                 .iter()
                 .zip(&offsets)
-                .enumerate()
-                .map(|(i, (m, &offset))| PoolOutcome::Planned {
-                    plan: m.plan(&result.values[offset..offset + m.mip.num_cols()]),
-                    bound: if i == 0 { result.bound + constant } else { 0.0 },
-                    proven,
-                })
-                .collect()
+                .map(|(m, &offset)| m.plan(&result.values[offset..offset + m.mip.num_cols()]))
+                .collect();
+            let cost = super::plan::solution(v, &plans).expected_cost;
+            match incumbent {
+                Some((first, first_cost)) if first_cost < cost => planned(first, bound, false),
+                _ => planned(plans, bound, result.status == MipStatus::Optimal),
+            }
         }
-        MipStatus::NoSolution => vec![PoolOutcome::OutOfTime(format!(
+        // Nothing cheaper than the first plan by half the gap: it is optimal.
+        (MipStatus::Infeasible, Some((plans, cost))) => {
+            let proven = (relaxed.bound + constant).max(cutoff.unwrap_or(cost) + constant);
+            planned(plans, proven.min(cost), true)
+        }
+        (MipStatus::NoSolution, Some((plans, _))) => planned(plans, bound, false),
+        (MipStatus::NoSolution, None) => vec![PoolOutcome::OutOfTime(format!(
             "no plan for pools {} (coupled by shared limits) was found in the time limit; allow more time",
             names(v, scopes)
         ))],
-        MipStatus::Infeasible => vec![PoolOutcome::Short(format!(
+        (MipStatus::Infeasible, None) => vec![PoolOutcome::Short(format!(
             "the demand of pools {} cannot be covered within the shared limits {}: each pool could be covered alone, but not all of them at once",
             names(v, scopes),
             limit_names(v, scopes)
@@ -216,7 +256,7 @@ pub(crate) fn solve_group(
 }
 
 /// Each scope's pool data, all cut at every breakpoint of the others.
-fn common_timeline(v: &Validated, scopes: &[Scope]) -> Vec<PoolData> {
+pub(crate) fn common_timeline(v: &Validated, scopes: &[Scope]) -> Vec<PoolData> {
     let mut cuts: Vec<u32> = Vec::new();
     loop {
         let data: Vec<PoolData> = scopes
@@ -247,7 +287,7 @@ fn common_timeline(v: &Validated, scopes: &[Scope]) -> Vec<PoolData> {
 
 /// One row per shared limit, scenario (only the first when the limit has no hourly offer) and
 /// segment of the common timeline.
-fn add_shared_rows(
+pub(crate) fn add_shared_rows(
     v: &Validated,
     data: &[PoolData],
     models: &[PoolModel],

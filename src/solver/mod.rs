@@ -28,6 +28,7 @@
 mod baselines;
 mod coupled;
 mod diagnose;
+mod incumbent;
 mod mip;
 mod model;
 mod plan;
@@ -282,6 +283,7 @@ fn solve_pool(
         rel_gap: options.rel_gap,
         log: options.solver_log,
         cuts: data.terms.iter().any(|t| t.pieces.is_some()),
+        cutoff: None,
     };
     let pool = v.problem().pools[scope.pool].as_str();
     options.observer.started(progress::PoolStarted {
