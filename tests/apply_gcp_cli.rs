@@ -429,22 +429,27 @@ fn force_unlock(project: &Project, peer: &GcePeer) {
     assert!(unlock.status.success(), "{}", text(&unlock.stderr));
 }
 
-#[test]
-fn killed_at_every_journal_boundary_then_rerun_creates_each_reservation_exactly_once() {
-    // A full run writes intent, sent and done for each of the two reservations.
-    let probe = Project::new();
+/// Kills a run of the project `make` builds after each of its `records` journal records (a
+/// full run writes exactly that many), runs it again to the end, and has `check` count what the
+/// peer made, with the kill point as context.
+fn kill_at_every_journal_boundary(
+    make: fn() -> Project,
+    records: u64,
+    check: impl Fn(&Project, &GcePeer, &str),
+) {
+    let probe = make();
     let probe_peer = GcePeer::start(&json!({}));
     let run = probe.apply(&probe_peer, &[]);
     assert!(run.status.success(), "{}", text(&run.stderr));
-    let records = std::fs::read_to_string(probe.path(".gpucap/journal.jsonl"))
+    let written = std::fs::read_to_string(probe.path(".gpucap/journal.jsonl"))
         .unwrap()
         .lines()
         .count() as u64;
-    assert_eq!(records, 6);
+    assert_eq!(written, records);
 
     let started = Instant::now();
     for n in 1..=records {
-        let project = Project::new();
+        let project = make();
         let peer = GcePeer::start(&json!({}));
         assert!(
             apply_and_kill_at(&project, &peer, n),
@@ -458,17 +463,21 @@ fn killed_at_every_journal_boundary_then_rerun_creates_each_reservation_exactly_
             text(&rerun.stdout),
             text(&rerun.stderr)
         );
-        assert_created_once(&peer, &format!("kill after record {n}"));
-        assert_eq!(
-            project.reservations_in_state().len(),
-            2,
-            "kill after record {n}"
-        );
+        check(&project, &peer, &format!("kill after record {n}"));
     }
     eprintln!(
         "{records} kill points checked in {:.1} s",
         started.elapsed().as_secs_f64()
     );
+}
+
+#[test]
+fn killed_at_every_journal_boundary_then_rerun_creates_each_reservation_exactly_once() {
+    // A full run writes intent, sent and done for each of the two reservations.
+    kill_at_every_journal_boundary(Project::new, 6, |project, peer, context| {
+        assert_created_once(peer, context);
+        assert_eq!(project.reservations_in_state().len(), 2, "{context}");
+    });
 }
 
 #[test]
@@ -711,43 +720,13 @@ fn a_plan_with_a_gcp_run_makes_one_template_and_one_group_of_the_planned_size() 
 #[test]
 fn killed_at_every_journal_boundary_then_rerun_makes_the_pool_exactly_once() {
     // Two reservations, the pool's creation and its resize: intent, sent and done each.
-    let probe = Project::with_pool();
-    let probe_peer = GcePeer::start(&json!({}));
-    let run = probe.apply(&probe_peer, &[]);
-    assert!(run.status.success(), "{}", text(&run.stderr));
-    let records = std::fs::read_to_string(probe.path(".gpucap/journal.jsonl"))
-        .unwrap()
-        .lines()
-        .count() as u64;
-    assert_eq!(records, 12);
-
-    let started = Instant::now();
-    for n in 1..=records {
-        let project = Project::with_pool();
-        let peer = GcePeer::start(&json!({}));
-        assert!(
-            apply_and_kill_at(&project, &peer, n),
-            "the run did not reach journal record {n}"
-        );
-        force_unlock(&project, &peer);
-        let rerun = project.apply(&peer, &[]);
-        assert!(
-            rerun.status.success(),
-            "kill after record {n}: {}\n{}",
-            text(&rerun.stdout),
-            text(&rerun.stderr)
-        );
-        let context = format!("kill after record {n}");
-        assert_created_once(&peer, &context);
-        assert_pool_once(&peer, &context);
+    kill_at_every_journal_boundary(Project::with_pool, 12, |project, peer, context| {
+        assert_created_once(peer, context);
+        assert_pool_once(peer, context);
         assert_eq!(peer.calls("templates.insert"), 1, "{context}");
         assert_eq!(peer.calls("groups.insert"), 1, "{context}");
-        assert_eq!(pools_in_state(&project).len(), 1, "{context}");
-    }
-    eprintln!(
-        "{records} kill points checked in {:.1} s",
-        started.elapsed().as_secs_f64()
-    );
+        assert_eq!(pools_in_state(project).len(), 1, "{context}");
+    });
 }
 
 #[test]
