@@ -529,7 +529,7 @@ fn client_tokens_are_deterministic_and_fit_the_api() {
 }
 
 #[test]
-fn on_azure_and_gcp_only_reservations_are_acted_on_and_the_rest_says_why_not() {
+fn on_azure_and_gcp_reservations_are_acted_on_and_the_rest_says_why_not() {
     let on = |id: &str, kind: ActionKind, cloud: &str| {
         let mut a = action(id, kind, "1", 2, 100.0);
         a.cloud = cloud.into();
@@ -582,7 +582,8 @@ fn on_azure_and_gcp_only_reservations_are_acted_on_and_the_rest_says_why_not() {
     );
     assert!(reason("block-az").contains("no capacity blocks"));
     assert!(reason("commit-az").contains("commitments"));
-    assert!(reason("gpucap-h100-eastus").contains("scale sets"));
+    // An Azure run is a pool (a VM scale set) apply can make, given launch settings.
+    assert!(reason("gpucap-h100-eastus").contains("[apply.pools.h100]"));
     assert!(
         todo.work
             .iter()

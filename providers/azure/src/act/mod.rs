@@ -30,6 +30,7 @@
 mod arm;
 mod auth;
 pub mod names;
+mod pools;
 mod reservations;
 
 use std::time::Duration;
@@ -51,6 +52,11 @@ pub const RESOURCE_GROUP_ENV: &str = "GPUCAP_AZURE_RESOURCE_GROUP";
 pub const SUBSCRIPTION_ENV: &str = "AZURE_SUBSCRIPTION_ID";
 /// Test hook: the pause between polls, in milliseconds, when ARM gives no `Retry-After`.
 pub const POLL_MS_ENV: &str = "GPUCAP_AZURE_POLL_MS";
+/// The SSH public key a pool's Linux VMs accept (the key itself, or the path of a `.pub`
+/// file): Azure makes no Linux VM without a key or a password, and gpucap never sets one.
+pub const SSH_PUBLIC_KEY_ENV: &str = "GPUCAP_AZURE_SSH_PUBLIC_KEY";
+/// The admin user of a pool's VMs (default `gpucap`).
+pub const ADMIN_USERNAME_ENV: &str = "GPUCAP_AZURE_ADMIN_USERNAME";
 
 /// Where and how [`AzureCapacity`] connects.
 #[derive(Clone)]
@@ -72,6 +78,9 @@ pub struct AzureCapacityConfig {
     pub poll_interval: Duration,
     /// The longest `Retry-After` honoured (a larger one is cut to this).
     pub max_retry_after: Duration,
+    /// The admin user and SSH public key of the VMs of the scale sets gpucap makes.
+    pub admin_username: String,
+    pub ssh_public_key: Option<String>,
 }
 
 impl std::fmt::Debug for AzureCapacityConfig {
@@ -103,6 +112,8 @@ impl AzureCapacityConfig {
             operation_timeout: Duration::from_secs(30 * 60),
             poll_interval: Duration::from_secs(5),
             max_retry_after: Duration::from_secs(60),
+            admin_username: "gpucap".to_string(),
+            ssh_public_key: None,
         }
     }
 
@@ -140,6 +151,19 @@ impl AzureCapacityConfig {
         }
         if let Some(url) = var(ENDPOINT_ENV) {
             config = config.with_endpoint(url);
+        }
+        if let Some(user) = var(ADMIN_USERNAME_ENV) {
+            config.admin_username = user.trim().to_string();
+        }
+        if let Some(key) = var(SSH_PUBLIC_KEY_ENV) {
+            let key = key.trim().to_string();
+            config.ssh_public_key = Some(if key.starts_with("ssh-") || key.starts_with("ecdsa-") {
+                key
+            } else {
+                std::fs::read_to_string(&key)
+                    .map(|k| k.trim().to_string())
+                    .map_err(|e| setup(format!("{SSH_PUBLIC_KEY_ENV}: cannot read {key}: {e}")))?
+            });
         }
         // Test hook: a shorter pause between polls (the local peer answers at once).
         if let Some(ms) = var(POLL_MS_ENV).and_then(|v| v.parse::<u64>().ok()) {
