@@ -21,7 +21,8 @@
 //!
 //! - one scale set at the planned capacity with every VM running (counted by the peer), put
 //!   once; a re-run sends nothing;
-//! - killed after every journal record and re-run: still each exactly once;
+//! - killed after every journal record, and while its PUT is under way, and re-run: still
+//!   each exactly once;
 //! - a dropped PUT, throttled PATCH and VM listing and a failed operation poll: settled by
 //!   name, no second PUT;
 //! - a stockout: reported as a capacity shortfall ("0 of 3", `AllocationFailed`), not done;
@@ -704,6 +705,55 @@ fn killed_at_every_journal_boundary_then_rerun_makes_the_pool_exactly_once() {
         assert_pool_once(peer, context);
         assert_eq!(pools_in_state(project).len(), 1, "{context}");
     });
+}
+
+#[test]
+fn killed_while_a_scale_set_put_is_under_way_then_rerun_makes_it_once() {
+    let project = Project::with_pool();
+    let peer = AzurePeer::start(&json!({}));
+    // The scale set's PUT takes 2 s to act; the run is killed while it waits.
+    peer.set_faults(&json!({ "seed": 1, "rules": [
+        { "fault": "latency", "op": "PUT scaleset", "calls": [1], "seconds": 2 }
+    ] }));
+    let plan = project.path("plan.json");
+    let mut child = project
+        .gpucap(
+            &peer,
+            &[
+                "apply",
+                plan.to_str().unwrap(),
+                "--now",
+                NOW,
+                "--window",
+                "30d",
+                "--auto-approve",
+            ],
+        )
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while peer.calls("PUT scaleset") == 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    let _ = child.kill();
+    let _ = child.wait();
+    peer.set_faults(&json!({ "seed": 1, "rules": [] }));
+    force_unlock(&project, &peer);
+    // Give the delayed PUT time to land, then re-run: the scale set is found by its name.
+    std::thread::sleep(Duration::from_millis(2500));
+    let rerun = project.apply(&peer, &["--reconcile-wait", "3s"]);
+    assert!(
+        rerun.status.success(),
+        "{}\n{}",
+        text(&rerun.stdout),
+        text(&rerun.stderr)
+    );
+    assert_created_once(&peer, "after the kill");
+    assert_pool_once(&peer, "after the kill");
+    assert_eq!(pools_in_state(&project).len(), 1);
 }
 
 #[test]

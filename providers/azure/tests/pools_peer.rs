@@ -351,3 +351,31 @@ fn the_on_demand_scale_set_runs_in_the_pools_reservation_group_and_its_zone() {
             .is_none()
     );
 }
+
+#[test]
+fn a_conflict_is_transient_and_the_repeat_makes_the_scale_set_once() {
+    let peer = AzurePeer::start(&json!({}));
+    // 409 Conflict: another operation runs on it (ARM refuses before acting).
+    peer.set_faults(&json!({ "rules": [
+        { "fault": "status", "status": 409, "code": "Conflict", "op": "PUT scaleset", "calls": [1] },
+        { "fault": "status", "status": 409, "code": "Conflict", "op": "PATCH scaleset", "calls": [1] }
+    ] }));
+    let az = azure(&peer);
+    let rt = runtime();
+    let e = rt
+        .block_on(az.ensure_pool(&spec(vec![]), &id(), false))
+        .unwrap_err();
+    assert_eq!(e.kind, ActErrorKind::Transient, "{e}");
+    rt.block_on(az.ensure_pool(&spec(vec![]), &id(), false))
+        .unwrap();
+    let e = rt
+        .block_on(az.scale_pool("eastus", POOL, size(1, 0), false))
+        .unwrap_err();
+    assert_eq!(e.kind, ActErrorKind::Transient, "{e}");
+    let done = rt
+        .block_on(az.scale_pool("eastus", POOL, size(1, 0), false))
+        .unwrap();
+    assert_eq!(done.resource.in_use, Some(1));
+    assert_eq!(peer.scale_sets_created()[POOL], 1);
+    assert_eq!(peer.record()["scale_set_puts"][POOL], 1);
+}
