@@ -13,6 +13,10 @@
 //! Run with `cargo test --features gcp --test apply_offline_pools` (the GCP pool needs the
 //! Google SDK, not a default feature; without it this file is not built).
 
+// Both peer helpers include the same process helper (`support/peer_process.rs`), each as
+// its own private module.
+#![allow(clippy::duplicate_mod)]
+
 #[path = "support/azure_peer.rs"]
 mod azure_peer;
 #[path = "support/gce_peer.rs"]
@@ -273,7 +277,7 @@ fn run_sh_uses_the_pool_files_and_the_peers_this_test_uses() {
         "tests/peers/azure_arm_peer.py",
         "GPUCAP_AZURE_SSH_PUBLIC_KEY",
         "--features gcp",
-        &format!("--now \"$now\""),
+        "--now \"$now\"",
         AFTER,
     ] {
         assert!(script.contains(needle), "run.sh does not mention {needle}");
