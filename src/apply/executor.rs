@@ -1264,10 +1264,11 @@ impl<'a> Executor<'a> {
                     r.instances = size.on_demand + size.spot;
                     self.dirty = true;
                 }
-                // GCP answers only once it has counted the instances that run
-                // (`listManagedInstances`); AWS's count is from before the update.
+                // GCP and Azure answer only once they have counted the instances that run
+                // (`listManagedInstances`, the scale set's VMs); AWS's count is from before
+                // the update.
                 let running = match (cloud_name, done.resource.in_use) {
-                    ("gcp", Some(n)) => format!("; {n} running"),
+                    ("gcp" | "azure", Some(n)) => format!("; {n} running"),
                     _ => String::new(),
                 };
                 Ok(Outcome::Done {
@@ -1297,6 +1298,8 @@ fn reservation_api(cloud: &str, cancel: bool) -> &'static str {
 /// The journal's name of a pool create (or resize) on `cloud`.
 fn pool_api(cloud: &str, resize: bool) -> &'static str {
     match (cloud, resize) {
+        ("azure", false) => "azure:virtualMachineScaleSets.createOrUpdate",
+        ("azure", true) => "azure:virtualMachineScaleSets.update",
         ("gcp", false) => "gcp:regionInstanceGroupManagers.insert",
         ("gcp", true) => "gcp:regionInstanceGroupManagers.resize",
         (_, false) => "autoscaling:CreateAutoScalingGroup",

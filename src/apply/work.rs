@@ -38,9 +38,7 @@ pub fn cannot_act(cloud: &str, kind: ActionKind) -> Option<String> {
             ActionKind::PurchaseCapacityBlock => Some(
                 "Azure sells no capacity blocks; buy this capacity by hand or re-plan without Azure blocks".into(),
             ),
-            ActionKind::RunOnDemand | ActionKind::RunSpot => Some(
-                "`gpucap apply` does not make Azure pools (VM scale sets) yet; use `gpucap generate` for azure".into(),
-            ),
+            ActionKind::RunOnDemand | ActionKind::RunSpot => None,
         },
         "gcp" => match kind {
             ActionKind::Reserve | ActionKind::Release | ActionKind::Commit => None,
