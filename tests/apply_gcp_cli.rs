@@ -58,6 +58,16 @@ const RUN_NOW: &str = "od-h100-gcp-gcp-us-central1-a3-highgpu-1g-3x-20261228-14d
 /// The pool's deterministic name: its instance template's and managed instance group's.
 const POOL_NAME: &str = "gpucap-h100-gcp-us-central1-a3-highgpu-1g";
 const RUN_INSTANCES: u64 = 3;
+/// The GCP capacity block added by [`Project::with_purchases`]: 44 days after [`NOW`], so
+/// Compute Engine still lets it be cancelled (at least 30 days ahead) until 2027-01-11.
+const BLOCK: &str = "block-h100-gcp-gcp-us-central1-a-a3-highgpu-8g-2x-20270210-14d";
+const BLOCK_START: &str = "2027-02-10T00:00:00Z";
+const BLOCK_END: &str = "2027-02-24T00:00:00Z";
+const BLOCK_COST: f64 = 61_000.0;
+/// The one-year GCP commitment added by [`Project::with_purchases`].
+const COMMIT: &str = "commit-h100-gcp-gcp-us-central1-a3-highgpu-8g-1x-20261228-1y";
+const COMMIT_END: &str = "2027-12-28T00:00:00Z";
+const COMMIT_COST: f64 = 377_500.0;
 
 struct Project {
     dir: tempfile::TempDir,
@@ -75,6 +85,15 @@ impl Project {
     /// instance template and managed instance group and sizes the group.
     fn with_pool() -> Project {
         Project::make(true)
+    }
+
+    /// As [`Project::new`], with a GCP capacity block ([`BLOCK`]: a calendar-mode future
+    /// reservation of 2 x a3-highgpu-8g in us-central1-a from [`BLOCK_START`] for 14 days) and
+    /// a one-year GCP commitment ([`COMMIT`]: 1 x a3-highgpu-8g in us-central1), both due now.
+    fn with_purchases() -> Project {
+        let project = Project::make(false);
+        project.add_purchases();
+        project
     }
 
     fn make(pool: bool) -> Project {
@@ -210,6 +229,61 @@ security_groups = ["gpu-train"]
             actions.push(run_now);
         }
         std::fs::write(&out, serde_json::to_vec_pretty(&plan).unwrap()).unwrap();
+    }
+
+    /// Adds [`BLOCK`] and [`COMMIT`] to the plan (see [`Project::with_purchases`]).
+    fn add_purchases(&self) {
+        let out = self.path("plan.json");
+        let mut plan: Value =
+            serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+        let reserve = plan["actions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["id"] == FIRST)
+            .unwrap()
+            .clone();
+        let mut block = reserve.clone();
+        block["id"] = BLOCK.into();
+        block["kind"] = "purchase_capacity_block".into();
+        block["instances"] = 2.into();
+        block["gpus"] = 16.into();
+        block["start"] = BLOCK_START.into();
+        block["end"] = BLOCK_END.into();
+        block["start_hour"] = (44 * 24).into();
+        block["end_hour"] = (58 * 24).into();
+        block["due"] = NOW.into();
+        block["cost"] = BLOCK_COST.into();
+        block["irreversible"] = true.into();
+        block["offer"] = "gcp/us-central1-a/a3-highgpu-8g/calendar".into();
+        let mut commit = reserve;
+        commit["id"] = COMMIT.into();
+        commit["kind"] = "commit".into();
+        commit["zone"] = Value::Null;
+        commit["instances"] = 1.into();
+        commit["gpus"] = 8.into();
+        commit["start"] = NOW.into();
+        commit["end"] = COMMIT_END.into();
+        commit["start_hour"] = 0.into();
+        commit["end_hour"] = (365 * 24).into();
+        commit["due"] = NOW.into();
+        commit["cost"] = COMMIT_COST.into();
+        commit["irreversible"] = true.into();
+        commit["offer"] = "gcp/us-central1/a3-highgpu-8g/cud-1y".into();
+        let actions = plan["actions"].as_array_mut().unwrap();
+        actions.push(block);
+        actions.push(commit);
+        std::fs::write(&out, serde_json::to_vec_pretty(&plan).unwrap()).unwrap();
+    }
+
+    fn resources_in_state(&self, kind: &str) -> Vec<Value> {
+        self.state()["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["kind"] == kind && r["cloud"] == "gcp")
+            .cloned()
+            .collect()
     }
 
     fn apply(&self, peer: &GcePeer, extra: &[&str]) -> Output {
@@ -809,4 +883,204 @@ fn release_scales_a_pool_no_campaign_needs_to_zero() {
     assert_eq!(theirs["targetSize"], 2);
     assert_eq!(peer.counts("group_resizes").get(POOL_NAME), Some(&2));
     assert_eq!(peer.counts("groups_created").len(), 1, "nothing made");
+}
+
+/// The plan's future reservation and commitment each came into existence once, from one
+/// insert, and the state holds each once, irreversible.
+fn assert_purchases_once(project: &Project, peer: &GcePeer, context: &str) {
+    for what in [
+        "futures_created",
+        "future_inserts",
+        "commitments_created",
+        "commitment_inserts",
+    ] {
+        let counts = peer.counts(what);
+        assert_eq!(counts.len(), 1, "{context}: {what} {counts:?}");
+        assert!(
+            counts.values().all(|n| *n == 1),
+            "{context}: {what} {counts:?}"
+        );
+    }
+    assert_eq!(peer.future_reservations().len(), 1, "{context}");
+    assert_eq!(peer.commitments().len(), 1, "{context}");
+    for kind in ["capacity_block", "commitment"] {
+        let held = project.resources_in_state(kind);
+        assert_eq!(held.len(), 1, "{context}: {kind} {held:?}");
+        assert_eq!(held[0]["irreversible"], true, "{context}: {kind}");
+    }
+}
+
+#[test]
+fn a_gcp_block_and_commitment_are_each_made_once_and_a_rerun_has_nothing_to_do() {
+    let project = Project::with_purchases();
+    let peer = GcePeer::start(&json!({ "op_steps": 3 }));
+    let dry = project.apply(&peer, &["--dry-run"]);
+    let out = text(&dry.stdout);
+    assert!(dry.status.success(), "{out}\n{}", text(&dry.stderr));
+    assert!(out.contains("Would do (4)"), "{out}");
+    assert_eq!(
+        peer.calls("future.insert") + peer.calls("commitments.insert"),
+        0
+    );
+
+    let run = project.apply(&peer, &[]);
+    let (out, err) = (text(&run.stdout), text(&run.stderr));
+    assert!(run.status.success(), "{out}\n{err}");
+    assert!(out.contains("Done (4)"), "{out}");
+    assert!(
+        !out.contains("by hand"),
+        "nothing is left to a person: {out}"
+    );
+    assert_created_once(&peer, "reservations beside them");
+    assert_purchases_once(&project, &peer, "first run");
+    let fr = &peer.future_reservations()[0];
+    assert_eq!(fr["reservationMode"], "CALENDAR");
+    assert_eq!(fr["planningStatus"], "SUBMITTED");
+    assert_eq!(fr["timeWindow"]["startTime"], BLOCK_START);
+    assert_eq!(fr["timeWindow"]["endTime"], BLOCK_END);
+    assert_eq!(fr["specificSkuProperties"]["totalCount"], "2");
+    let tags: Value = serde_json::from_str(fr["description"].as_str().unwrap()).unwrap();
+    assert_eq!(tags["managed-by"], "gpucap");
+    assert_eq!(tags["gpucap:action"], BLOCK);
+    let c = &peer.commitments()[0];
+    assert_eq!(c["plan"], "TWELVE_MONTH");
+    assert_eq!(c["type"], "ACCELERATOR_OPTIMIZED_A3");
+    let tags: Value = serde_json::from_str(c["description"].as_str().unwrap()).unwrap();
+    assert_eq!(tags["gpucap:action"], COMMIT);
+    // The block and the commitment are recorded with their planned cost.
+    let block = &project.resources_in_state("capacity_block")[0];
+    assert_eq!(block["cost"], BLOCK_COST);
+    assert_eq!(
+        block["id"],
+        format!("{ZONE_A}/{}", fr["name"].as_str().unwrap())
+    );
+    let audit = std::fs::read_to_string(project.path(".gpucap/audit.jsonl")).unwrap();
+    assert!(
+        audit.contains("gcp:futureReservations.insert")
+            && audit.contains("gcp:regionCommitments.insert"),
+        "{audit}"
+    );
+
+    let again = project.apply(&peer, &[]);
+    let out = text(&again.stdout);
+    assert!(again.status.success(), "{out}\n{}", text(&again.stderr));
+    assert!(out.contains("Already done earlier"), "{out}");
+    assert_eq!(peer.calls("future.insert"), 1);
+    assert_eq!(peer.calls("commitments.insert"), 1);
+    assert_purchases_once(&project, &peer, "second run");
+}
+
+#[test]
+fn killed_at_every_journal_boundary_then_rerun_makes_each_block_and_commitment_exactly_once() {
+    // Two reservations, the block and the commitment: intent, sent and done each.
+    kill_at_every_journal_boundary(Project::with_purchases, 12, |project, peer, context| {
+        assert_created_once(peer, context);
+        assert_purchases_once(project, peer, context);
+        assert_eq!(peer.calls("future.insert"), 1, "{context}");
+        assert_eq!(peer.calls("commitments.insert"), 1, "{context}");
+    });
+}
+
+#[test]
+fn a_lost_answer_to_a_block_or_commitment_insert_is_found_by_name_not_sent_again() {
+    let project = Project::with_purchases();
+    let peer = GcePeer::start(&json!({}));
+    peer.set_faults(&json!({ "seed": 5, "rules": [
+        { "fault": "drop_response", "op": "future.insert", "calls": [1] },
+        { "fault": "drop_response", "op": "commitments.insert", "calls": [1] },
+        { "fault": "throttle", "op": "future.get", "calls": [2] }
+    ] }));
+    let run = project.apply(&peer, &[]);
+    let (out, err) = (text(&run.stdout), text(&run.stderr));
+    assert!(run.status.success(), "{out}\n{err}");
+    assert_purchases_once(&project, &peer, "dropped answers");
+    assert_eq!(peer.calls("future.insert"), 1, "{}", peer.record());
+    assert_eq!(peer.calls("commitments.insert"), 1, "{}", peer.record());
+    assert_eq!(peer.record()["fault_counts"]["drop_response"], 2);
+
+    // A re-run after the lost answers sends nothing.
+    let again = project.apply(&peer, &[]);
+    assert!(again.status.success(), "{}", text(&again.stderr));
+    assert_eq!(peer.calls("future.insert"), 1);
+    assert_eq!(peer.calls("commitments.insert"), 1);
+}
+
+#[test]
+fn release_cancels_an_unneeded_block_while_allowed_and_never_touches_the_commitment() {
+    let project = Project::with_purchases();
+    let peer = GcePeer::start(&json!({}));
+    let run = project.apply(&peer, &[]);
+    assert!(run.status.success(), "{}", text(&run.stderr));
+    assert_purchases_once(&project, &peer, "applied");
+    let name = peer.future_reservations()[0]["name"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    // 2027-01-05: the block starts 36 days later; no campaign needs it (the last ends
+    // 2027-02-03). The peer's clock says the same, so its 30-day rule agrees.
+    let when = "2027-01-05T00:00:00Z";
+    peer.configure(&json!({ "now": when }));
+    let released = project.release(&peer, when, &["--auto-approve"]);
+    let out = text(&released.stdout);
+    assert!(
+        released.status.success(),
+        "{out}\n{}",
+        text(&released.stderr)
+    );
+    assert_eq!(peer.counts("future_cancels").get(&name), Some(&1), "{out}");
+    assert_eq!(peer.counts("future_deleted").get(&name), Some(&1), "{out}");
+    assert!(peer.future_reservations().is_empty());
+    assert_eq!(
+        project.resources_in_state("capacity_block")[0]["status"],
+        "released"
+    );
+    // The commitment is owed, not released: it exists, and nothing was sent to it but its
+    // insert.
+    assert!(out.contains("commitment cannot be cancelled"), "{out}");
+    assert_eq!(peer.commitments().len(), 1);
+    assert_eq!(
+        project.resources_in_state("commitment")[0]["status"],
+        "active"
+    );
+    let record = peer.record();
+    let to_commitments: Vec<&Value> = record["log"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|l| l["path"].as_str().unwrap().contains("/commitments"))
+        .filter(|l| l["method"] != "GET")
+        .collect();
+    assert_eq!(to_commitments.len(), 1, "{to_commitments:?}");
+    let audit = std::fs::read_to_string(project.path(".gpucap/audit.jsonl")).unwrap();
+    assert!(audit.contains("gcp:futureReservations.cancel"), "{audit}");
+}
+
+#[test]
+fn release_refuses_to_cancel_a_block_inside_its_notice_period() {
+    let project = Project::with_purchases();
+    let peer = GcePeer::start(&json!({}));
+    let run = project.apply(&peer, &[]);
+    assert!(run.status.success(), "{}", text(&run.stderr));
+    // 2027-01-20: 21 days before the block starts; Compute Engine no longer allows a cancel.
+    let when = "2027-01-20T00:00:00Z";
+    peer.configure(&json!({ "now": when }));
+    let released = project.release(&peer, when, &["--auto-approve"]);
+    let out = text(&released.stdout);
+    assert!(
+        released.status.success(),
+        "{out}\n{}",
+        text(&released.stderr)
+    );
+    assert!(out.contains("can no longer be cancelled"), "{out}");
+    assert!(
+        out.contains("2027-01-11"),
+        "the last day it could be: {out}"
+    );
+    assert_eq!(peer.calls("future.cancel"), 0);
+    assert_eq!(peer.future_reservations().len(), 1);
+    assert_ne!(
+        project.resources_in_state("capacity_block")[0]["status"],
+        "released"
+    );
 }
