@@ -547,8 +547,9 @@ fn kill_at_every_journal_boundary(
 
 #[test]
 fn killed_at_every_journal_boundary_then_rerun_creates_each_reservation_exactly_once() {
-    // A full run writes intent, sent and done for each of the two reservations.
-    kill_at_every_journal_boundary(Project::new, 6, |project, peer, context| {
+    // A full run writes intent, sent, operation (the insert's Operation, journalled while it
+    // is waited for) and done for each of the two reservations.
+    kill_at_every_journal_boundary(Project::new, 8, |project, peer, context| {
         assert_created_once(peer, context);
         assert_eq!(project.reservations_in_state().len(), 2, "{context}");
     });
@@ -793,8 +794,9 @@ fn a_plan_with_a_gcp_run_makes_one_template_and_one_group_of_the_planned_size() 
 
 #[test]
 fn killed_at_every_journal_boundary_then_rerun_makes_the_pool_exactly_once() {
-    // Two reservations, the pool's creation and its resize: intent, sent and done each.
-    kill_at_every_journal_boundary(Project::with_pool, 12, |project, peer, context| {
+    // Two reservations (intent, sent, operation, done each), the pool's creation and its
+    // resize (intent, sent, done each).
+    kill_at_every_journal_boundary(Project::with_pool, 14, |project, peer, context| {
         assert_created_once(peer, context);
         assert_pool_once(peer, context);
         assert_eq!(peer.calls("templates.insert"), 1, "{context}");
@@ -972,8 +974,8 @@ fn a_gcp_block_and_commitment_are_each_made_once_and_a_rerun_has_nothing_to_do()
 
 #[test]
 fn killed_at_every_journal_boundary_then_rerun_makes_each_block_and_commitment_exactly_once() {
-    // Two reservations, the block and the commitment: intent, sent and done each.
-    kill_at_every_journal_boundary(Project::with_purchases, 12, |project, peer, context| {
+    // Two reservations, the block and the commitment: intent, sent, operation and done each.
+    kill_at_every_journal_boundary(Project::with_purchases, 16, |project, peer, context| {
         assert_created_once(peer, context);
         assert_purchases_once(project, peer, context);
         assert_eq!(peer.calls("future.insert"), 1, "{context}");
@@ -1083,4 +1085,77 @@ fn release_refuses_to_cancel_a_block_inside_its_notice_period() {
         project.resources_in_state("capacity_block")[0]["status"],
         "released"
     );
+}
+
+#[test]
+fn killed_while_waiting_on_an_insert_operation_the_rerun_waits_on_it_and_sends_nothing_again() {
+    // Where the journal records the future reservation's insert Operation.
+    let probe = Project::with_purchases();
+    let probe_peer = GcePeer::start(&json!({}));
+    let run = probe.apply(&probe_peer, &[]);
+    assert!(run.status.success(), "{}", text(&run.stderr));
+    let journal: Vec<Value> = std::fs::read_to_string(probe.path(".gpucap/journal.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let at = journal
+        .iter()
+        .position(|r| r["step"] == "operation" && r["api"] == "gcp:futureReservations.insert")
+        .expect("an operation record for the future reservation's insert");
+    assert!(
+        journal[at]["request_id"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("zones/{ZONE_A}/operations/operation-")),
+        "{}",
+        journal[at]
+    );
+    for kind in ["gcp:reservations.insert", "gcp:regionCommitments.insert"] {
+        let op = journal
+            .iter()
+            .find(|r| r["step"] == "operation" && r["api"] == kind)
+            .unwrap_or_else(|| panic!("no operation record for {kind}"));
+        assert!(
+            op["request_id"].as_str().unwrap().contains("/operations/"),
+            "{op}"
+        );
+    }
+
+    // Killed right after that record, with the Operation still running (it needs 20 looks).
+    let project = Project::with_purchases();
+    let peer = GcePeer::start(&json!({ "op_steps": 20 }));
+    assert!(apply_and_kill_at(&project, &peer, at as u64 + 1));
+    assert_eq!(peer.calls("future.insert"), 1);
+    let last: Value = serde_json::from_str(
+        std::fs::read_to_string(project.path(".gpucap/journal.jsonl"))
+            .unwrap()
+            .lines()
+            .last()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(last["step"], "operation", "{last}");
+    let noted = last["request_id"].as_str().unwrap().to_string();
+    let before = peer.record()["log"].as_array().unwrap().len();
+    peer.configure(&json!({ "op_steps": 2 }));
+    force_unlock(&project, &peer);
+    let rerun = project.apply(&peer, &[]);
+    let (out, err) = (text(&rerun.stdout), text(&rerun.stderr));
+    assert!(rerun.status.success(), "{out}\n{err}");
+    assert!(err.contains("waiting on zones/"), "{err}");
+    // The re-run's first call waits on the journalled Operation; the request is not sent again.
+    let record = peer.record();
+    let log = record["log"].as_array().unwrap();
+    let first = &log[before];
+    assert_eq!(first["op"], "operations.wait", "{first}");
+    assert!(
+        first["path"]
+            .as_str()
+            .unwrap()
+            .ends_with(&format!("/{}/wait", noted.rsplit('/').next().unwrap())),
+        "{first} vs {noted}"
+    );
+    assert_eq!(peer.calls("future.insert"), 1);
+    assert_purchases_once(&project, &peer, "after the resumed wait");
 }

@@ -4,7 +4,10 @@
 //! The rules it keeps, whatever fails:
 //!
 //! - **Journal first.** Each mutating call is an intent (a UUID): `intent`, then `sent`, both
-//!   durable, then the call, then `done`, `failed` or `unknown`. The request recorded with it
+//!   durable, then the call, then `done`, `failed` or `unknown`. A call that reports a
+//!   long-running operation (`gpucap_provider::capacity::note_operation`: GCP's inserts) gets
+//!   an `operation` record with its name while it waits, and a re-run settles it by waiting
+//!   on that operation before looking the result up. The request recorded with it
 //!   carries the cloud, the region and the resource it would create, so a re-run can settle
 //!   it with the cloud ([`super::reconcile`]) and rebuild the state from the journal alone.
 //! - **Nothing bought twice.** A capacity block purchase (no client token, cannot be undone)
@@ -519,11 +522,32 @@ impl<'a> Executor<'a> {
                     .map_err(Attempt::State)?;
                 remember(&sent);
                 self.counters.calls.fetch_add(1, Ordering::Relaxed);
-                match call.await {
+                // A long-running operation the call reports is journalled (`operation`, its
+                // name in `request_id`) while the call waits for it.
+                let (tx, mut started) = tokio::sync::mpsc::unbounded_channel::<String>();
+                let sink: gpucap_provider::capacity::OperationSink = Arc::new(move |op: &str| {
+                    let _ = tx.send(op.to_string());
+                });
+                let call = gpucap_provider::capacity::with_operation_sink(sink, call);
+                tokio::pin!(call);
+                let mut latest = sent;
+                let result = loop {
+                    tokio::select! {
+                        biased;
+                        Some(op) = started.recv() => {
+                            let mut noted = latest.next(Step::Operation);
+                            noted.request_id = Some(op);
+                            latest = self.journal(noted, None).await.map_err(Attempt::State)?;
+                            remember(&latest);
+                        }
+                        result = &mut call => break result,
+                    }
+                };
+                match result {
                     Ok(done) => Ok(done),
                     Err(e) => {
                         let failed = self
-                            .journal(sent.errored(&e), None)
+                            .journal(latest.errored(&e), None)
                             .await
                             .map_err(Attempt::State)?;
                         remember(&failed);
@@ -1024,6 +1048,17 @@ impl<'a> Executor<'a> {
                 cloud: request.cloud.clone(),
             });
         };
+        if pending.step == Step::Operation
+            && let Some(operation) = pending.request_id.as_deref()
+        {
+            // The call was under way as this operation: wait for it to end, then look.
+            self.note(&format!("  waiting on {operation} first"));
+            // Once: the provider waits up to its own operation timeout.
+            self.counters.calls.fetch_add(1, Ordering::Relaxed);
+            if let Err(e) = cloud.wait_operation(operation).await {
+                tracing::info!("{operation}: {e}; looking the result up anyway");
+            }
+        }
         let found = if request.creates.is_some() {
             self.look_up(cloud, pending, request).await?
         } else {

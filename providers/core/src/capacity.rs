@@ -283,6 +283,31 @@ pub trait CapacityBlocks: Send + Sync {
     ) -> BoxFuture<'_, ActResult>;
 }
 
+/// Where a provider reports a long-running operation it started (GCP's Operations), while the
+/// call that started it still waits for it: the caller journals the name, so that a run killed
+/// during the wait settles the call by waiting on that operation
+/// ([`Describe::wait_operation`]) instead of asking again blind. Installed around one call with
+/// [`with_operation_sink`]; outside one, [`note_operation`] does nothing.
+pub type OperationSink = std::sync::Arc<dyn Fn(&str) + Send + Sync>;
+
+tokio::task_local! {
+    static OPERATION_SINK: OperationSink;
+}
+
+/// Runs `call` with `sink` receiving the operations it reports.
+pub async fn with_operation_sink<F: std::future::Future>(
+    sink: OperationSink,
+    call: F,
+) -> F::Output {
+    OPERATION_SINK.scope(sink, call).await
+}
+
+/// Reports a long-running operation the current call started, as the cloud names it (GCP:
+/// `zones/{zone}/operations/{name}` or `regions/{region}/operations/{name}`).
+pub fn note_operation(operation: &str) {
+    let _ = OPERATION_SINK.try_with(|sink| sink(operation));
+}
+
 /// Capacity blocks a cloud takes as a named request rather than sells from a quoted offering
 /// (GCP future reservations in calendar mode), and their cancellation where the cloud still
 /// allows it. Clouds that sell blocks from offerings ([`CapacityBlocks::purchase_block`])
@@ -425,6 +450,12 @@ pub trait Describe: Send + Sync {
         kind: ResourceKind,
         id: &str,
     ) -> BoxFuture<'_, ActResult<Option<CloudResource>>>;
+    /// Waits until a long-running operation a call reported ([`note_operation`]) is over,
+    /// whatever its outcome (the caller reads the result back). Clouds that report none keep
+    /// the default, which returns at once.
+    fn wait_operation(&self, _operation: &str) -> BoxFuture<'_, ActResult<()>> {
+        Box::pin(async { Ok(()) })
+    }
 }
 
 /// Everything apply needs from one cloud.

@@ -198,6 +198,48 @@ fn a_dropped_insert_is_found_by_name_and_someone_elses_request_is_refused() {
     );
 }
 
+/// Inserts a future reservation straight into the peer, as another client would; the answer.
+fn raw_insert(peer: &GcePeer, body: &serde_json::Value) -> serde_json::Value {
+    let url = format!(
+        "{}/compute/v1/projects/{PROJECT}/zones/{ZONE}/futureReservations?requestId=7f1c2a9e-0b7d-5e21-9c44-8a6f0d2e1b73",
+        peer.url()
+    );
+    let out = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import sys, urllib.request; r = urllib.request.urlopen(urllib.request.Request(sys.argv[1], data=sys.argv[2].encode(), method='POST', headers={'Content-Type': 'application/json'})); print(r.read().decode())",
+            &url,
+            &body.to_string(),
+        ])
+        .output()
+        .expect("python3");
+    serde_json::from_slice(&out.stdout).expect("an Operation")
+}
+
+#[test]
+fn a_journalled_operation_is_waited_on_until_done() {
+    let peer = GcePeer::start(&json!({ "op_steps": 4 }));
+    let rt = runtime();
+    let g = gcp(&rt, &peer);
+    let op = raw_insert(
+        &peer,
+        &json!({ "name": "gpucap-resumed", "timeWindow": { "startTime": "2027-04-10T00:00:00Z", "endTime": "2027-04-20T00:00:00Z" },
+            "specificSkuProperties": { "totalCount": "1", "instanceProperties": { "machineType": MACHINE } } }),
+    );
+    assert_eq!(op["status"], "PENDING", "{op}");
+    let name = op["name"].as_str().unwrap();
+    rt.block_on(g.wait_operation(&format!("zones/{ZONE}/operations/{name}")))
+        .unwrap();
+    // PENDING -> RUNNING -> ... -> DONE: the wait was looped until DONE.
+    assert!(peer.calls("operations.wait") >= 3, "{}", peer.record());
+    let e = rt
+        .block_on(g.wait_operation(&format!("zones/{ZONE}/operations/operation-gone")))
+        .unwrap_err();
+    assert_eq!(e.kind, ActErrorKind::Unknown, "{e}");
+    let e = rt.block_on(g.wait_operation("operation-1")).unwrap_err();
+    assert_eq!(e.kind, ActErrorKind::Other, "{e}");
+}
+
 /// Inserts a future reservation straight into the peer, as another client would.
 fn reqwest_insert(peer: &GcePeer, body: &serde_json::Value) -> u16 {
     let url = format!(

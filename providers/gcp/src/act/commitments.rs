@@ -28,7 +28,7 @@ use gpucap_provider::capacity::{
 
 use super::GcpCapacity;
 use super::names;
-use super::ops::{Scope, classify, refuse};
+use super::ops::{Scope, classify, note, refuse};
 
 pub(crate) const INSERT: &str = "regionCommitments.insert";
 const GET: &str = "regionCommitments.get";
@@ -341,6 +341,7 @@ impl GcpCapacity {
                 return Err(e);
             }
         };
+        note(Scope::Region(region), &op);
         let op_name = op.name.clone();
         match self.follow(INSERT, Scope::Region(region), op).await {
             Ok(_) => {}

@@ -36,7 +36,7 @@ use gpucap_provider::capacity::{
 
 use super::GcpCapacity;
 use super::names;
-use super::ops::{classify, refuse};
+use super::ops::{Scope, classify, note, refuse};
 
 pub(crate) const INSERT: &str = "futureReservations.insert";
 const GET: &str = "futureReservations.get";
@@ -310,6 +310,7 @@ impl GcpCapacity {
                 return Err(e);
             }
         };
+        note(Scope::Zone(zone), &op);
         let op_name = op.name.clone();
         match self.wait_for(INSERT, zone, op).await {
             Ok(_) => {}

@@ -19,7 +19,7 @@ use gpucap_provider::capacity::{
 
 use super::GcpCapacity;
 use super::names;
-use super::ops::{classify, refuse};
+use super::ops::{Scope, classify, note, refuse};
 
 const INSERT: &str = "reservations.insert";
 const GET: &str = "reservations.get";
@@ -212,6 +212,7 @@ impl GcpCapacity {
                 request_id = chain(&mut links);
                 continue;
             }
+            note(Scope::Zone(zone), &op);
             match self.wait_for(INSERT, zone, op).await {
                 Ok(_) => {}
                 Err(e)
@@ -691,5 +692,12 @@ impl Describe for GcpCapacity {
     ) -> BoxFuture<'_, ActResult<Option<CloudResource>>> {
         let (region, id) = (region.to_string(), id.to_string());
         Box::pin(async move { self.one(&region, kind, &id).await })
+    }
+
+    /// `zoneOperations.wait` / `regionOperations.wait` on an Operation an interrupted run
+    /// journalled, until it is `DONE`.
+    fn wait_operation(&self, operation: &str) -> BoxFuture<'_, ActResult<()>> {
+        let operation = operation.to_string();
+        Box::pin(async move { self.resume(&operation).await })
     }
 }
