@@ -332,9 +332,9 @@ fn a_block_is_cancelled_and_deleted_only_while_allowed_and_only_if_gpucap_made_i
         .unwrap_err();
     assert!(e.message.contains("not made by gpucap"), "{e}");
     assert!(
-        peer.counts("future_cancels")
-            .get("gpucap-team-block")
-            .is_none()
+        !peer
+            .counts("future_cancels")
+            .contains_key("gpucap-team-block")
     );
 }
 

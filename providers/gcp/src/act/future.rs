@@ -118,20 +118,18 @@ fn ours(fr: &FutureReservation) -> bool {
 
 /// Why a future reservation can no longer be cancelled, if it cannot.
 fn locked_because(fr: &FutureReservation, now: DateTime<Utc>) -> Option<String> {
-    match procurement(fr) {
-        Some(
-            s @ (ProcurementStatus::Procuring
-            | ProcurementStatus::Provisioning
-            | ProcurementStatus::Fulfilled
-            | ProcurementStatus::FailedPartiallyFulfilled
-            | ProcurementStatus::Failed),
-        ) => {
-            return Some(format!(
-                "its procurement status is {}",
-                s.name().unwrap_or("?")
-            ));
-        }
-        _ => {}
+    if let Some(
+        s @ (ProcurementStatus::Procuring
+        | ProcurementStatus::Provisioning
+        | ProcurementStatus::Fulfilled
+        | ProcurementStatus::FailedPartiallyFulfilled
+        | ProcurementStatus::Failed),
+    ) = procurement(fr)
+    {
+        return Some(format!(
+            "its procurement status is {}",
+            s.name().unwrap_or("?")
+        ));
     }
     let lock = fr.status.as_ref().and_then(|s| s.lock_time.as_ref());
     match parse_time(lock) {
