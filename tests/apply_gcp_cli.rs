@@ -97,6 +97,11 @@ impl Project {
     }
 
     fn make(pool: bool) -> Project {
+        Project::make_with(pool, "")
+    }
+
+    /// [`Project::make`] with `extra` (whole TOML tables) in the config.
+    fn make_with(pool: bool, extra: &str) -> Project {
         let dir = tempfile::tempdir().unwrap();
         let example = std::path::PathBuf::from(
             std::env::var_os("CARGO_MANIFEST_DIR")
@@ -128,6 +133,7 @@ probability = 1.0
 [prices]
 offline = true
 
+{extra}
 [state]
 backend = "local"
 dir = ".gpucap"
@@ -255,6 +261,8 @@ security_groups = ["gpu-train"]
         block["due"] = NOW.into();
         block["cost"] = BLOCK_COST.into();
         block["irreversible"] = true.into();
+        let irreversible = plan["cost"]["irreversible"].as_f64().unwrap();
+        plan["cost"]["irreversible"] = (irreversible + BLOCK_COST + COMMIT_COST).into();
         block["offer"] = "gcp/us-central1-a/a3-highgpu-8g/calendar".into();
         let mut commit = reserve;
         commit["id"] = COMMIT.into();
@@ -1158,4 +1166,28 @@ fn killed_while_waiting_on_an_insert_operation_the_rerun_waits_on_it_and_sends_n
     );
     assert_eq!(peer.calls("future.insert"), 1);
     assert_purchases_once(&project, &peer, "after the resumed wait");
+}
+
+#[test]
+fn the_approval_gate_counts_a_gcp_block_and_commitment_as_irreversible_spend() {
+    // Irreversible spend above $100,000 needs a sign-off; the block and the commitment are
+    // $438,500 of it.
+    let project = Project::make_with(false, "[budget]\napproval_above = 100000.0\n");
+    project.add_purchases();
+    let peer = GcePeer::start(&json!({}));
+    let refused = project.apply(&peer, &[]);
+    let err = text(&refused.stderr);
+    assert!(!refused.status.success(), "{err}");
+    assert!(err.contains("needs an approval"), "{err}");
+    assert!(
+        err.contains("irreversible spend $438,500 in 2 actions"),
+        "the block and the commitment, and nothing else: {err}"
+    );
+    assert_eq!(peer.record()["requests"], 0, "nothing was sent");
+    let approved = project.apply(&peer, &["--approve", "Q1 training, ticket 42"]);
+    let (out, err) = (text(&approved.stdout), text(&approved.stderr));
+    assert!(approved.status.success(), "{out}\n{err}");
+    assert_purchases_once(&project, &peer, "approved");
+    let audit = std::fs::read_to_string(project.path(".gpucap/audit.jsonl")).unwrap();
+    assert!(audit.contains("Q1 training, ticket 42"), "{audit}");
 }
