@@ -957,6 +957,17 @@ fn a_gcp_block_and_commitment_are_each_made_once_and_a_rerun_has_nothing_to_do()
     assert_eq!(c["type"], "ACCELERATOR_OPTIMIZED_A3");
     let tags: Value = serde_json::from_str(c["description"].as_str().unwrap()).unwrap();
     assert_eq!(tags["gpucap:action"], COMMIT);
+    // Committed GPUs must be reserved: the reservation made just before (2 machines in zone a,
+    // enough for the 1 committed) is attached.
+    let attached = c["existingReservations"].as_array().unwrap();
+    assert_eq!(attached.len(), 1, "{c}");
+    assert_eq!(
+        attached[0],
+        format!(
+            "projects/{PROJECT}/zones/{ZONE_A}/reservations/{}",
+            gce_name(&peer, ZONE_A)
+        )
+    );
     // The block and the commitment are recorded with their planned cost.
     let block = &project.resources_in_state("capacity_block")[0];
     assert_eq!(block["cost"], BLOCK_COST);

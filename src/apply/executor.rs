@@ -866,9 +866,10 @@ impl<'a> Executor<'a> {
         let Some(cloud) = self.cloud_of(&a.cloud) else {
             return Ok(no_provider(&a.cloud));
         };
-        // The reservations gpucap made for this type in the region: GPU commitments are used
-        // through them.
-        let reservations: Vec<String> = self
+        // The reservations gpucap made for this type in the region, longest-lived first:
+        // Compute Engine requires committed GPUs to be reserved, with the reservations
+        // attached (the provider takes as many as the commitment needs).
+        let mut live: Vec<&ManagedResource> = self
             .state
             .resources
             .iter()
@@ -879,8 +880,9 @@ impl<'a> Executor<'a> {
                     && r.instance_type == a.instance_type
                     && !matches!(r.status, ResourceStatus::Released | ResourceStatus::Expired)
             })
-            .map(|r| r.id.clone())
             .collect();
+        live.sort_by(|x, y| y.end.cmp(&x.end).then_with(|| x.id.cmp(&y.id)));
+        let reservations: Vec<String> = live.into_iter().map(|r| r.id.clone()).collect();
         let request = CommitmentRequest {
             placement: Placement {
                 region: a.region.clone(),

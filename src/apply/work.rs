@@ -157,6 +157,8 @@ pub fn todo(
     now: DateTime<Utc>,
 ) -> Todo {
     let mut out = Todo::default();
+    // Commitments go after the reservations they are attached to (GCP).
+    let mut commitments = Vec::new();
     for d in due {
         let a = d.action;
         let manual = |reason: String| Work::Manual {
@@ -214,7 +216,7 @@ pub fn todo(
                 if done {
                     out.already_done.push(a.id.clone());
                 } else {
-                    out.work.push(Work::Commit(Part {
+                    commitments.push(Work::Commit(Part {
                         id: a.id.clone(),
                         action: a.clone(),
                         instances: a.instances,
@@ -231,6 +233,7 @@ pub fn todo(
             ActionKind::Release => {}
         }
     }
+    out.work.extend(commitments);
     out.work.extend(releases(plan, state, now));
     out.work.extend(pools(plan, state, launch, now));
     out

@@ -77,7 +77,8 @@ https://cloud.google.com/compute/docs/reference/rest/v1/regionCommitments; read 
   DELETE P/zones/{z}/futureReservations/{f}?requestId=U   future.delete: Operation; 400 unless
                                                     CANCELLED, DECLINED or past its end time
   POST   P/regions/{r}/commitments?requestId=U        commitments.insert: Operation; 409 for a
-                                                    taken name; ACTIVE at DONE. There is no
+                                                    taken name; 400 for GPUs without attached
+                                                    reservations; ACTIVE at DONE. There is no
                                                     delete (the API has none).
   GET    P/regions/{r}/commitments/{c}                commitments.get / 404
   GET    P/regions/{r}/commitments                    commitments.list {"items"?: [...]}
@@ -1028,6 +1029,9 @@ class Peer:
             resources = doc.get("resources") or []
             if not resources or any(int(r.get("amount") or 0) < 1 for r in resources):
                 raise GceError(400, "invalid", "Invalid value for field 'resource.resources'.")
+            gpus = [r for r in resources if r.get("type") == "ACCELERATOR"]
+            if gpus and not doc.get("existingReservations") and not doc.get("reservations"):
+                raise GceError(400, "invalid", "Commitments for GPUs must have reservations attached.")
             if (p, rg, name) in self.commitments:
                 raise GceError(409, "alreadyExists",
                                "The resource 'projects/%s/regions/%s/commitments/%s' already exists" % (p, rg, name))

@@ -344,9 +344,32 @@ fn a_commitment_is_signed_once_with_the_machines_resources_and_never_cancelled()
     let rt = runtime();
     let g = gcp(&rt, &peer);
     let ident = id("commit-a");
-    let reservation = format!("{ZONE}/gpucap-reserve-x-0123456789ab");
+    // Committed GPUs must be reserved, with the reservations attached: none, or too few, is
+    // refused before any insert.
+    let e = rt
+        .block_on(g.create_commitment(&commitment(4, vec![]), &ident, false))
+        .unwrap_err();
+    assert!(e.message.contains("hold 0 of the 4"), "{e}");
+    peer.seed(&json!({ "zone": ZONE, "name": "gpucap-reserve-x-0123456789ab", "machine_type": MACHINE, "count": 3 }));
+    peer.seed(&json!({ "zone": ZONE, "name": "gpucap-reserve-y-0123456789ab", "machine_type": MACHINE, "count": 2 }));
+    peer.seed(&json!({ "zone": ZONE, "name": "gpucap-reserve-l4-0123456789ab", "machine_type": "g2-standard-4", "count": 9 }));
+    let x = format!("{ZONE}/gpucap-reserve-x-0123456789ab");
+    let y = format!("{ZONE}/gpucap-reserve-y-0123456789ab");
+    let l4 = format!("{ZONE}/gpucap-reserve-l4-0123456789ab");
+    let e = rt
+        .block_on(g.create_commitment(&commitment(4, vec![x.clone(), l4.clone()]), &ident, false))
+        .unwrap_err();
+    assert!(e.message.contains("hold 3 of the 4"), "{e}");
+    assert_eq!(peer.calls("commitments.insert"), 0);
     let done = rt
-        .block_on(g.create_commitment(&commitment(4, vec![reservation]), &ident, false))
+        .block_on(g.create_commitment(
+            &commitment(
+                4,
+                vec![l4, x.clone(), y.clone(), format!("{ZONE}/gpucap-gone")],
+            ),
+            &ident,
+            false,
+        ))
         .unwrap();
     let name = name_of("commit-a");
     assert_eq!(done.resource.id, format!("us-central1/{name}"));
@@ -380,9 +403,13 @@ fn a_commitment_is_signed_once_with_the_machines_resources_and_never_cancelled()
         by_type("ACCELERATOR")["acceleratorType"],
         "nvidia-h100-80gb"
     );
+    // The two H100 reservations (3 + 2 machines hold the 4), not the L4 one.
     assert_eq!(
-        c["existingReservations"][0],
-        format!("projects/{PROJECT}/zones/{ZONE}/reservations/gpucap-reserve-x-0123456789ab")
+        c["existingReservations"],
+        json!([
+            format!("projects/{PROJECT}/zones/{ZONE}/reservations/gpucap-reserve-x-0123456789ab"),
+            format!("projects/{PROJECT}/zones/{ZONE}/reservations/gpucap-reserve-y-0123456789ab")
+        ])
     );
 
     // Again: found by name, nothing sent.
@@ -405,23 +432,23 @@ fn a_commitment_is_signed_once_with_the_machines_resources_and_never_cancelled()
         &json!({ "rules": [{ "fault": "drop_response", "op": "commitments.insert", "times": 1 }] }),
     );
     let e = rt
-        .block_on(g.create_commitment(&commitment(1, vec![]), &other, false))
+        .block_on(g.create_commitment(&commitment(1, vec![y.clone()]), &other, false))
         .unwrap_err();
     assert_eq!(e.kind, ActErrorKind::Unknown, "{e}");
-    rt.block_on(g.create_commitment(&commitment(1, vec![]), &other, false))
+    rt.block_on(g.create_commitment(&commitment(1, vec![y.clone()]), &other, false))
         .unwrap();
     assert_eq!(peer.counts("commitments_created")[&name_of("commit-bb")], 1);
     assert_eq!(peer.calls("commitments.insert"), 2);
 
     // A term that is neither one year nor three, and a machine with no commitment type, are
     // refused before any call.
-    let mut odd = commitment(1, vec![]);
+    let mut odd = commitment(1, vec![y.clone()]);
     odd.end = odd.start + chrono::Duration::days(90);
     let e = rt
         .block_on(g.create_commitment(&odd, &id("commit-c"), false))
         .unwrap_err();
     assert!(e.message.contains("one or three years"), "{e}");
-    let mut cpu = commitment(1, vec![]);
+    let mut cpu = commitment(1, vec![y]);
     cpu.placement.instance_type = "n2-standard-8".into();
     let e = rt
         .block_on(g.create_commitment(&cpu, &id("commit-d"), false))

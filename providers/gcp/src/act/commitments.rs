@@ -12,9 +12,11 @@
 //! and GPUs, read from the machine type (`machineTypes.aggregatedList`, filtered by name, in
 //! a zone of the region), times the count; the commitment type from the machine series
 //! (`a3-highgpu` → `ACCELERATOR_OPTIMIZED_A3`, …); the plan (`TWELVE_MONTH`,
-//! `THIRTY_SIX_MONTH`) from the action's term. GPU commitments are used through reservations:
-//! the reservations gpucap made for the same type in the region are attached
-//! (`existingReservations`). Formats and sources: `docs/gce-reservations-api.md`.
+//! `THIRTY_SIX_MONTH`) from the action's term. Compute Engine requires committed GPUs to be
+//! reserved and the reservations attached: gpucap attaches reservations it made for the same
+//! type in the region (`existingReservations`) until they hold the committed count, and
+//! refuses, before any insert, when they hold fewer. Formats and sources:
+//! `docs/gce-reservations-api.md`.
 
 use chrono::DateTime;
 use chrono::Utc;
@@ -208,6 +210,58 @@ impl GcpCapacity {
         })
     }
 
+    /// The reservations to attach to a GPU commitment of `n` machines: Compute Engine requires
+    /// GPUs committed to be reserved and the reservations attached. Of `ids` (gpucap's
+    /// reservations of the type in the region, as the caller knows them), those that exist
+    /// and reserve `machine` in `region`, until they hold `n`; refused when they hold fewer.
+    async fn attachable(
+        &self,
+        region: &str,
+        machine: &str,
+        n: i64,
+        ids: &[String],
+    ) -> ActResult<Vec<String>> {
+        let mut out = Vec::new();
+        let mut held = 0;
+        for id in ids {
+            if held >= n {
+                break;
+            }
+            let Some((zone, name)) = names::parse_id(id) else {
+                continue;
+            };
+            if names::region_of(&zone) != region {
+                continue;
+            }
+            let Some(r) = self.reservation_get(&zone, &name).await? else {
+                continue;
+            };
+            let spec = r.specific_reservation.as_ref();
+            if spec
+                .and_then(|s| s.instance_properties.as_ref())
+                .and_then(|p| p.machine_type.as_deref())
+                != Some(machine)
+            {
+                continue;
+            }
+            held += spec.and_then(|s| s.count).unwrap_or(0);
+            out.push(format!(
+                "projects/{}/zones/{zone}/reservations/{name}",
+                self.config.project
+            ));
+        }
+        if held < n {
+            return Err(refuse(
+                INSERT,
+                ActErrorKind::Other,
+                format!(
+                    "Compute Engine requires committed GPUs to be reserved, with the reservations attached to the commitment; gpucap's reservations of {machine} in {region} hold {held} of the {n} machines committed: reserve them first (a `reserve` action in the plan), or sign this commitment by hand"
+                ),
+            ));
+        }
+        Ok(out)
+    }
+
     /// Signs a commitment (see the module docs). Never cancelled: there is no API for it.
     pub(crate) async fn commit(
         &self,
@@ -275,6 +329,12 @@ impl GcpCapacity {
         }
         let shape = self.shape(region, machine).await?;
         let n = i64::from(request.instances);
+        let attached = if shape.gpus > 0 {
+            self.attachable(region, machine, n, &request.reservations)
+                .await?
+        } else {
+            Vec::new()
+        };
         let amount = |t: resource_commitment::Type, amount: i64, accel: Option<&str>| {
             let mut r = ResourceCommitment::default();
             r.r#type = Some(t);
@@ -301,17 +361,7 @@ impl GcpCapacity {
         body.category = Some(commitment::Category::Machine);
         body.auto_renew = Some(false);
         body.resources = resources;
-        body.existing_reservations = request
-            .reservations
-            .iter()
-            .filter_map(|r| names::parse_id(r))
-            .map(|(zone, name)| {
-                format!(
-                    "projects/{}/zones/{zone}/reservations/{name}",
-                    self.config.project
-                )
-            })
-            .collect();
+        body.existing_reservations = attached;
 
         let request_id = names::request_id(INSERT, token);
         let op = match self

@@ -69,6 +69,15 @@ impl GcpCapacity {
         }
     }
 
+    /// The reservation, or `None` when it does not exist (for the other modules).
+    pub(crate) async fn reservation_get(
+        &self,
+        zone: &str,
+        name: &str,
+    ) -> ActResult<Option<Reservation>> {
+        self.get(zone, name).await
+    }
+
     /// Waits until a reservation some operation is changing settles; what is there then.
     async fn settled(&self, zone: &str, name: &str) -> ActResult<Option<Reservation>> {
         let deadline = tokio::time::Instant::now() + self.config.operation_timeout;
