@@ -968,6 +968,17 @@ fn a_gcp_block_and_commitment_are_each_made_once_and_a_rerun_has_nothing_to_do()
             gce_name(&peer, ZONE_A)
         )
     );
+    // The attached reservation now lives as long as the commitment: irreversible in the
+    // state, so neither a due release nor `gpucap release` deletes it; the other is as it was.
+    let reservations = project.reservations_in_state();
+    let by_zone = |z: &str| {
+        reservations
+            .iter()
+            .find(|r| r["zone"] == z)
+            .unwrap_or_else(|| panic!("{reservations:?}"))
+    };
+    assert_eq!(by_zone(ZONE_A)["irreversible"], true);
+    assert_eq!(by_zone(ZONE_B)["irreversible"], false);
     // The block and the commitment are recorded with their planned cost.
     let block = &project.resources_in_state("capacity_block")[0];
     assert_eq!(block["cost"], BLOCK_COST);
@@ -1059,6 +1070,11 @@ fn release_cancels_an_unneeded_block_while_allowed_and_never_touches_the_commitm
     // The commitment is owed, not released: it exists, and nothing was sent to it but its
     // insert.
     assert!(out.contains("commitment cannot be cancelled"), "{out}");
+    assert!(
+        out.contains("a reservation attached to a commitment cannot be cancelled"),
+        "{out}"
+    );
+    assert_eq!(peer.calls("delete"), 0, "no reservation was deleted: {out}");
     assert_eq!(peer.commitments().len(), 1);
     assert_eq!(
         project.resources_in_state("commitment")[0]["status"],

@@ -866,9 +866,9 @@ impl<'a> Executor<'a> {
         let Some(cloud) = self.cloud_of(&a.cloud) else {
             return Ok(no_provider(&a.cloud));
         };
-        // The reservations gpucap made for this type in the region, longest-lived first:
         // Compute Engine requires committed GPUs to be reserved, with the reservations
-        // attached (the provider takes as many as the commitment needs).
+        // attached: the reservations gpucap made for this type in the region, longest-lived
+        // first, until they hold the count (the provider checks them in the cloud).
         let mut live: Vec<&ManagedResource> = self
             .state
             .resources
@@ -882,7 +882,16 @@ impl<'a> Executor<'a> {
             })
             .collect();
         live.sort_by(|x, y| y.end.cmp(&x.end).then_with(|| x.id.cmp(&y.id)));
-        let reservations: Vec<String> = live.into_iter().map(|r| r.id.clone()).collect();
+        let mut reservations: Vec<String> = Vec::new();
+        let mut held = 0;
+        for r in live {
+            if held >= part.instances {
+                break;
+            }
+            held += r.instances;
+            reservations.push(r.id.clone());
+        }
+        let attached = reservations.clone();
         let request = CommitmentRequest {
             placement: Placement {
                 region: a.region.clone(),
@@ -902,15 +911,23 @@ impl<'a> Executor<'a> {
             crate::timespec::rfc3339(part.end)
         );
         let params = serde_json::to_value(&request).unwrap_or_default();
-        self.create_by_token(
-            part,
-            ResourceKind::Commitment,
-            "gcp:regionCommitments.insert",
-            params,
-            words,
-            |id, dry_run| cloud.create_commitment(&request, id, dry_run),
-        )
-        .await
+        let outcome = self
+            .create_by_token(
+                part,
+                ResourceKind::Commitment,
+                "gcp:regionCommitments.insert",
+                params,
+                words,
+                |id, dry_run| cloud.create_commitment(&request, id, dry_run),
+            )
+            .await?;
+        if matches!(outcome, Outcome::Done { .. }) {
+            // An attached reservation lives as long as the commitment: never released by gpucap.
+            for id in &attached {
+                self.amend(cloud_enum(&a.cloud), id, |r| r.irreversible = true);
+            }
+        }
+        Ok(outcome)
     }
 
     /// A create named from a client token derived from plan and part (GCP future reservations

@@ -259,8 +259,13 @@ fn releases(plan: &Plan, state: &State, now: DateTime<Utc>) -> Vec<Work> {
         }) else {
             continue;
         };
+        // An irreversible reservation is attached to a commitment (GCP): it lives as long as
+        // the commitment, and is not gpucap's to cancel.
         for r in state.resources.iter().filter(|r| {
-            r.kind == ResourceKind::Reservation && belongs_to(r, &reserve.id) && live(r)
+            r.kind == ResourceKind::Reservation
+                && belongs_to(r, &reserve.id)
+                && live(r)
+                && !r.irreversible
         }) {
             if r.status == ResourceStatus::Expired {
                 continue;

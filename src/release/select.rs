@@ -448,6 +448,7 @@ fn words(kind: ResourceKind) -> &'static str {
     match kind {
         ResourceKind::CapacityBlock => "a capacity block",
         ResourceKind::Commitment => "a commitment",
+        ResourceKind::Reservation => "a reservation attached to a commitment",
         _ => "it",
     }
 }
