@@ -543,6 +543,14 @@ impl<'a> Executor<'a> {
                         result = &mut call => break result,
                     }
                 };
+                // An operation reported just before the call returned is journalled too, so a
+                // call's records do not depend on timing.
+                while let Ok(op) = started.try_recv() {
+                    let mut noted = latest.next(Step::Operation);
+                    noted.request_id = Some(op);
+                    latest = self.journal(noted, None).await.map_err(Attempt::State)?;
+                    remember(&latest);
+                }
                 match result {
                     Ok(done) => Ok(done),
                     Err(e) => {
