@@ -235,6 +235,17 @@ impl GcpCapacity {
                 Err(e) => return Err(e),
             }
             match self.settled(zone, &name).await? {
+                // Read back, and checked again: whatever holds the name must be gpucap's (a
+                // requestId answered for another request would otherwise pass for this one).
+                Some(r) if !names::ours(&r) => {
+                    return Err(refuse(
+                        INSERT,
+                        ActErrorKind::Other,
+                        format!(
+                            "a reservation named {name} exists in {zone} and its description does not say gpucap made it; not changed"
+                        ),
+                    ));
+                }
                 Some(r) => return Ok(Self::done(zone, &r, op_name)),
                 // The earlier insert this id answers for made a reservation since deleted.
                 None if replayed && links < MAX_CHAIN => request_id = chain(&mut links),
