@@ -39,7 +39,10 @@
 //! a request cancelled within 24 hours of its approval (which Compute Engine allows from four
 //! days before the start) is left to a person, as the API does not say when it was approved;
 //! DWS resize requests (`regionInstanceGroupManagerResizeRequests`) are not used; pools are
-//! made and sized, never deleted (a pool no campaign needs is scaled to zero).
+//! made and sized, never deleted (a pool no campaign needs is scaled to zero). A pool whose
+//! capacity is one capacity block targets the block's reservation by name; a pool with a
+//! block *and* other reservations takes any matching reservation, which does not include the
+//! block's (it is made `specificReservationRequired`).
 
 mod commitments;
 mod future;
