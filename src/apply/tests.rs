@@ -529,7 +529,7 @@ fn client_tokens_are_deterministic_and_fit_the_api() {
 }
 
 #[test]
-fn on_azure_and_gcp_reservations_are_acted_on_and_the_rest_says_why_not() {
+fn on_azure_reservations_and_pools_are_acted_on_and_gcp_also_requests_blocks_and_signs_commitments() {
     let on = |id: &str, kind: ActionKind, cloud: &str| {
         let mut a = action(id, kind, "1", 2, 100.0);
         a.cloud = cloud.into();
@@ -590,8 +590,27 @@ fn on_azure_and_gcp_reservations_are_acted_on_and_the_rest_says_why_not() {
             .any(|w| matches!(w, Work::Reserve(p) if p.id == "reserve-gcp")),
         "{todo:#?}"
     );
-    assert!(reason("block-gcp").contains("calendar mode"));
-    assert!(reason("commit-gcp").contains("commitments"));
+    // GCP blocks are future reservations in calendar mode, requested like every block; GCP
+    // commitments are signed (regionCommitments.insert). Neither is manual.
+    assert!(
+        todo.work
+            .iter()
+            .any(|w| matches!(w, Work::Block(p) if p.id == "block-gcp" && p.instances == 2)),
+        "{todo:#?}"
+    );
+    assert!(
+        todo.work
+            .iter()
+            .any(|w| matches!(w, Work::Commit(p) if p.id == "commit-gcp" && p.instances == 2)),
+        "{todo:#?}"
+    );
+    assert!(
+        !todo
+            .work
+            .iter()
+            .any(|w| matches!(w, Work::Manual { action, .. } if action.ends_with("-gcp"))),
+        "{todo:#?}"
+    );
     assert_eq!(todo.work.len(), 7, "{todo:#?}");
 }
 

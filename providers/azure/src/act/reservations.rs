@@ -451,6 +451,11 @@ fn unsupported(api: &str, kind: ResourceKind) -> ActError {
     refuse(api, ActErrorKind::Other, what)
 }
 
+/// Blocks are bought from quoted offerings here, and commitments are not signed by apply: the
+/// defaults, which refuse.
+impl gpucap_provider::capacity::RequestedBlocks for AzureCapacity {}
+impl gpucap_provider::capacity::Commitments for AzureCapacity {}
+
 impl CapacityBlocks for AzureCapacity {
     fn describe_offerings(
         &self,
