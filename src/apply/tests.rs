@@ -529,7 +529,7 @@ fn client_tokens_are_deterministic_and_fit_the_api() {
 }
 
 #[test]
-fn on_azure_reservations_and_pools_are_acted_on_and_gcp_also_requests_blocks_and_signs_commitments() {
+fn azure_reservations_and_pools_and_gcp_blocks_and_commitments_are_acted_on() {
     let on = |id: &str, kind: ActionKind, cloud: &str| {
         let mut a = action(id, kind, "1", 2, 100.0);
         a.cloud = cloud.into();
