@@ -139,17 +139,21 @@ pub struct ApplySettings {
 #[serde(deny_unknown_fields)]
 pub struct LaunchSettings {
     /// The machine image (`ami-…`; on GCP the boot disk's source image, e.g.
-    /// `projects/deeplearning-platform-release/global/images/family/common-cu124`).
+    /// `projects/deeplearning-platform-release/global/images/family/common-cu124`; on Azure
+    /// an image's ARM id, `/subscriptions/…/images/…` or a gallery image version, or a
+    /// marketplace URN `publisher:offer:sku:version`).
     pub image: String,
     /// Subnets the Auto Scaling group spans (`subnet-…`); at least one. On GCP the first is
-    /// the instances' subnetwork (`regions/<region>/subnetworks/<name>`).
+    /// the instances' subnetwork (`regions/<region>/subnetworks/<name>`); on Azure the first
+    /// is the VMs' subnet, by ARM id (`/subscriptions/…/virtualNetworks/…/subnets/…`).
     pub subnets: Vec<String>,
     /// Security groups (`sg-…`); on GCP the instances' network tags, which firewall rules
-    /// select.
+    /// select; on Azure the first is the network security group (ARM id) of the VMs' NIC.
     #[serde(default)]
     pub security_groups: Vec<String>,
     /// The group's maximum size. Default: the most instances the plan ever runs in the pool.
-    /// (A GCP managed instance group has no maximum without an autoscaler; unused there.)
+    /// (A GCP managed instance group and an Azure scale set have no maximum without an
+    /// autoscaler; unused there.)
     #[serde(default)]
     pub max_size: Option<u32>,
 }

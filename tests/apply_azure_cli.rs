@@ -15,6 +15,19 @@
 //! - an answer lost after ARM acted: found by name, not created again;
 //! - `gpucap release` deletes an idle reservation no campaign needs, after two looks; keeps
 //!   one a VM uses; never touches one it did not make.
+//!
+//! Pools: [`Project::with_pool`] adds launch settings and an on-demand run from now, so apply
+//! makes the pool's flexible VM scale set and sizes it:
+//!
+//! - one scale set at the planned capacity with every VM running (counted by the peer), put
+//!   once; a re-run sends nothing;
+//! - killed after every journal record, and while its PUT is under way, and re-run: still
+//!   each exactly once;
+//! - a dropped PUT, throttled PATCH and VM listing and a failed operation poll: settled by
+//!   name, no second PUT;
+//! - a stockout: reported as a capacity shortfall ("0 of 3", `AllocationFailed`), not done;
+//! - `gpucap release` scales the pool to zero once no campaign needs it, and leaves a scale
+//!   set it did not make alone.
 
 #[path = "support/azure_peer.rs"]
 mod azure_peer;
@@ -36,6 +49,14 @@ const RELEASE: &str = "release-h100-azure-azure-eastus-standard-nc40ads-h100-v5-
 /// The planned end of both reservations, and when the plan releases the regional one.
 const RESERVED_UNTIL: &str = "2027-01-04T00:00:00Z";
 const ZONAL: &str = "reserve-h100-azure-azure-eastus-1-standard-nc40ads-h100-v5-4x-20261228-7d";
+/// The on-demand run added to the pool plan: running now, in the pool's scale set.
+const RUN_NOW: &str = "od-h100-azure-azure-eastus-standard-nc40ads-h100-v5-3x-20261228-14d";
+/// The pool's deterministic name: its on-demand scale set's.
+const POOL_NAME: &str = "gpucap-h100-azure-eastus-standard-nc40ads-h100-v5";
+const RUN_INSTANCES: u64 = 3;
+/// A public key (not a secret), as `GPUCAP_AZURE_SSH_PUBLIC_KEY` gives it.
+const SSH_KEY: &str = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIPeerTestKeyOnly gpucap-test";
+const SUBNET: &str = "/subscriptions/00000000-0000-4000-8000-000000000001/resourceGroups/net/providers/Microsoft.Network/virtualNetworks/train/subnets/gpu";
 
 struct Project {
     dir: tempfile::TempDir,
@@ -45,6 +66,17 @@ impl Project {
     /// The offline-apply example's calendar with one Azure pool, and a plan with two Azure
     /// reservations due now.
     fn new() -> Project {
+        Project::make(false)
+    }
+
+    /// As [`Project::new`], with launch settings for the pool (`[apply.pools.h100-azure]`)
+    /// and an on-demand run of [`RUN_INSTANCES`] in it from now on: apply makes the pool's
+    /// scale set and sizes it.
+    fn with_pool() -> Project {
+        Project::make(true)
+    }
+
+    fn make(pool: bool) -> Project {
         let dir = tempfile::tempdir().unwrap();
         let example = std::path::PathBuf::from(
             std::env::var_os("CARGO_MANIFEST_DIR")
@@ -82,12 +114,23 @@ dir = ".gpucap"
 
 [apply]
 azure_resource_group = "{RESOURCE_GROUP}"
+{}"#,
+                if pool {
+                    format!(
+                        r#"
+[apply.pools.h100-azure]
+image = "microsoft-dsvm:ubuntu-hpc:2204:latest"
+subnets = ["{SUBNET}"]
 "#
+                    )
+                } else {
+                    String::new()
+                }
             ),
         )
         .unwrap();
         let project = Project { dir };
-        project.plan();
+        project.plan(pool);
         project
     }
 
@@ -105,6 +148,7 @@ azure_resource_group = "{RESOURCE_GROUP}"
             "AZURE_CLIENT_SECRET",
             "AZURE_FEDERATED_TOKEN_FILE",
             "AZURE_AUTHORITY_HOST",
+            "GPUCAP_AZURE_ADMIN_USERNAME",
         ] {
             cmd.env_remove(k);
         }
@@ -115,13 +159,15 @@ azure_resource_group = "{RESOURCE_GROUP}"
             .env("AZURE_ACCESS_TOKEN", TOKEN)
             .env("GPUCAP_AZURE_ENDPOINT_URL", peer.url())
             .env("GPUCAP_AZURE_POLL_MS", "20")
+            .env("GPUCAP_AZURE_SSH_PUBLIC_KEY", SSH_KEY)
             .env("GPUCAP_RETRY_BASE_MS", "5")
             .env("NO_COLOR", "1");
         cmd
     }
 
-    /// `gpucap plan`, then the two reservations added (see the module docs).
-    fn plan(&self) {
+    /// `gpucap plan`, then the two reservations (and with `pool`, a run from now) added (see
+    /// the module docs).
+    fn plan(&self, pool: bool) {
         let out = self.path("plan.json");
         let run = Command::new(env!("CARGO_BIN_EXE_gpucap"))
             .arg("-c")
@@ -158,10 +204,27 @@ azure_resource_group = "{RESOURCE_GROUP}"
         release["due"] = RESERVED_UNTIL.into();
         release["start_hour"] = 168.into();
         release["cost"] = 0.0.into();
+        let mut run_now = run_action.clone();
+        run_now["id"] = RUN_NOW.into();
+        run_now["instances"] = RUN_INSTANCES.into();
+        run_now["gpus"] = RUN_INSTANCES.into();
+        run_now["start"] = NOW.into();
+        run_now["end"] = "2027-01-11T00:00:00Z".into();
+        run_now["start_hour"] = 0.into();
+        run_now["end_hour"] = (14 * 24).into();
+        run_now["due"] = NOW.into();
         let actions = plan["actions"].as_array_mut().unwrap();
         actions.push(reserve(REGIONAL, Value::Null, 8));
         actions.push(reserve(ZONAL, "1".into(), 4));
         actions.push(release);
+        if pool {
+            assert_eq!(run_now["kind"], "run_on_demand", "{run_now}");
+            assert_eq!(
+                run_now["instance_type"], "Standard_NC40ads_H100_v5",
+                "{run_now}"
+            );
+            actions.push(run_now);
+        }
         std::fs::write(&out, serde_json::to_vec_pretty(&plan).unwrap()).unwrap();
     }
 
@@ -360,22 +423,27 @@ fn force_unlock(project: &Project, peer: &AzurePeer) {
     assert!(unlock.status.success(), "{}", text(&unlock.stderr));
 }
 
-#[test]
-fn killed_at_every_journal_boundary_then_rerun_creates_each_reservation_exactly_once() {
-    // A full run writes intent, sent and done for each of the two reservations.
-    let probe = Project::new();
+/// Applies a fresh `make()` project once to learn how many journal records a full run
+/// writes (`records`), then for each record n: a fresh project killed after record n,
+/// force-unlocked and re-run, and `check`ed.
+fn kill_at_every_journal_boundary(
+    make: fn() -> Project,
+    records: u64,
+    check: impl Fn(&Project, &AzurePeer, &str),
+) {
+    let probe = make();
     let probe_peer = AzurePeer::start(&json!({}));
     let run = probe.apply(&probe_peer, &[]);
     assert!(run.status.success(), "{}", text(&run.stderr));
-    let records = std::fs::read_to_string(probe.path(".gpucap/journal.jsonl"))
+    let written = std::fs::read_to_string(probe.path(".gpucap/journal.jsonl"))
         .unwrap()
         .lines()
         .count() as u64;
-    assert_eq!(records, 6);
+    assert_eq!(written, records);
 
     let started = Instant::now();
     for n in 1..=records {
-        let project = Project::new();
+        let project = make();
         let peer = AzurePeer::start(&json!({}));
         assert!(
             apply_and_kill_at(&project, &peer, n),
@@ -389,17 +457,21 @@ fn killed_at_every_journal_boundary_then_rerun_creates_each_reservation_exactly_
             text(&rerun.stdout),
             text(&rerun.stderr)
         );
-        assert_created_once(&peer, &format!("kill after record {n}"));
-        assert_eq!(
-            project.reservations_in_state().len(),
-            2,
-            "kill after record {n}"
-        );
+        check(&project, &peer, &format!("kill after record {n}"));
     }
     eprintln!(
         "{records} kill points checked in {:.1} s",
         started.elapsed().as_secs_f64()
     );
+}
+
+#[test]
+fn killed_at_every_journal_boundary_then_rerun_creates_each_reservation_exactly_once() {
+    // A full run writes intent, sent and done for each of the two reservations.
+    kill_at_every_journal_boundary(Project::new, 6, |project, peer, context| {
+        assert_created_once(peer, context);
+        assert_eq!(project.reservations_in_state().len(), 2, "{context}");
+    });
 }
 
 #[test]
@@ -527,6 +599,242 @@ fn release_deletes_an_idle_unneeded_reservation_it_made_and_nothing_else() {
     let audit = std::fs::read_to_string(project.path(".gpucap/audit.jsonl")).unwrap();
     assert!(
         audit.contains("azure:capacityReservations.delete"),
+        "{audit}"
+    );
+}
+
+/// The pool's scale set came into existence once, was PUT once, and is at the planned
+/// capacity with every VM running.
+fn assert_pool_once(peer: &AzurePeer, context: &str) {
+    assert_eq!(
+        peer.scale_sets_created(),
+        std::collections::BTreeMap::from([(POOL_NAME.to_string(), 1)]),
+        "{context}: created"
+    );
+    assert_eq!(
+        peer.record()["scale_set_puts"],
+        json!({ POOL_NAME: 1 }),
+        "{context}: PUTs"
+    );
+    let sets = peer.scale_sets();
+    assert_eq!(sets.len(), 1, "{context}: {sets:?}");
+    assert_eq!(sets[0]["name"], POOL_NAME, "{context}");
+    assert_eq!(sets[0]["sku"]["capacity"], RUN_INSTANCES, "{context}");
+    assert_eq!(peer.running(POOL_NAME) as u64, RUN_INSTANCES, "{context}");
+}
+
+fn pools_in_state(project: &Project) -> Vec<Value> {
+    project.state()["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["kind"] == "pool" && r["cloud"] == "azure")
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn a_plan_with_an_azure_run_makes_one_scale_set_of_the_planned_size() {
+    let project = Project::with_pool();
+    let peer = AzurePeer::start(&json!({ "lro_polls": 3, "vm_polls": 2 }));
+    let dry = project.apply(&peer, &["--dry-run"]);
+    let out = text(&dry.stdout);
+    assert!(dry.status.success(), "{out}\n{}", text(&dry.stderr));
+    assert!(out.contains("Would do (3)"), "{out}");
+    assert!(peer.scale_sets().is_empty());
+    assert_eq!(peer.calls("PUT scaleset") + peer.calls("PATCH scaleset"), 0);
+
+    let run = project.apply(&peer, &[]);
+    let (out, err) = (text(&run.stdout), text(&run.stderr));
+    assert!(run.status.success(), "{out}\n{err}");
+    assert!(
+        out.contains(&format!(
+            "sized {POOL_NAME} to 3 on-demand + 0 spot x Standard_NC40ads_H100_v5; 3 running"
+        )),
+        "{out}"
+    );
+    assert_created_once(&peer, "reservations beside the pool");
+    assert_pool_once(&peer, "first run");
+    let set = peer.scale_set(POOL_NAME).unwrap();
+    assert_eq!(set["properties"]["orchestrationMode"], "Flexible");
+    assert_eq!(set["tags"]["managed-by"], "gpucap");
+    assert_eq!(set["tags"]["gpucap:action"], POOL_NAME);
+    let profile = &set["properties"]["virtualMachineProfile"];
+    assert_eq!(profile["priority"], "Regular");
+    assert_eq!(
+        profile["networkProfile"]["networkInterfaceConfigurations"][0]["properties"]["ipConfigurations"]
+            [0]["properties"]["subnet"]["id"],
+        SUBNET
+    );
+    assert_eq!(
+        profile["storageProfile"]["imageReference"]["publisher"],
+        "microsoft-dsvm"
+    );
+    // The PATCH was followed to Succeeded, then the VMs listed until all three ran.
+    assert!(peer.calls("GET operation") >= 3, "{}", peer.record());
+    assert!(peer.calls("LIST vms") >= 2, "{}", peer.record()["calls"]);
+    let pools = pools_in_state(&project);
+    assert_eq!(pools.len(), 1, "{pools:?}");
+    assert_eq!(pools[0]["id"], POOL_NAME);
+    assert_eq!(pools[0]["instances"], RUN_INSTANCES);
+    let audit = std::fs::read_to_string(project.path(".gpucap/audit.jsonl")).unwrap();
+    assert!(
+        audit.contains("azure:virtualMachineScaleSets.createOrUpdate")
+            && audit.contains("azure:virtualMachineScaleSets.update"),
+        "{audit}"
+    );
+    for file in ["audit.jsonl", "journal.jsonl", "state.json"] {
+        let body = std::fs::read_to_string(project.path(&format!(".gpucap/{file}"))).unwrap();
+        assert!(!body.contains(TOKEN), "{file} holds the bearer token");
+    }
+    assert!(!out.contains(TOKEN) && !err.contains(TOKEN));
+
+    // Again: the scale set is at its capacity; nothing is put or patched.
+    let again = project.apply(&peer, &[]);
+    assert!(again.status.success(), "{}", text(&again.stderr));
+    assert_pool_once(&peer, "second run");
+    assert_eq!(peer.calls("PUT scaleset"), 1);
+    assert_eq!(peer.calls("PATCH scaleset"), 1);
+}
+
+#[test]
+fn killed_at_every_journal_boundary_then_rerun_makes_the_pool_exactly_once() {
+    // Two reservations, the pool's creation and its resize: intent, sent and done each.
+    kill_at_every_journal_boundary(Project::with_pool, 12, |project, peer, context| {
+        assert_created_once(peer, context);
+        assert_pool_once(peer, context);
+        assert_eq!(pools_in_state(project).len(), 1, "{context}");
+    });
+}
+
+#[test]
+fn killed_while_a_scale_set_put_is_under_way_then_rerun_makes_it_once() {
+    let project = Project::with_pool();
+    let peer = AzurePeer::start(&json!({}));
+    // The scale set's PUT takes 2 s to act; the run is killed while it waits.
+    peer.set_faults(&json!({ "seed": 1, "rules": [
+        { "fault": "latency", "op": "PUT scaleset", "calls": [1], "seconds": 2 }
+    ] }));
+    let plan = project.path("plan.json");
+    let mut child = project
+        .gpucap(
+            &peer,
+            &[
+                "apply",
+                plan.to_str().unwrap(),
+                "--now",
+                NOW,
+                "--window",
+                "30d",
+                "--auto-approve",
+            ],
+        )
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while peer.calls("PUT scaleset") == 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    let _ = child.kill();
+    let _ = child.wait();
+    peer.set_faults(&json!({ "seed": 1, "rules": [] }));
+    force_unlock(&project, &peer);
+    // Give the delayed PUT time to land, then re-run: the scale set is found by its name.
+    std::thread::sleep(Duration::from_millis(2500));
+    let rerun = project.apply(&peer, &["--reconcile-wait", "3s"]);
+    assert!(
+        rerun.status.success(),
+        "{}\n{}",
+        text(&rerun.stdout),
+        text(&rerun.stderr)
+    );
+    assert_created_once(&peer, "after the kill");
+    assert_pool_once(&peer, "after the kill");
+    assert_eq!(pools_in_state(&project).len(), 1);
+}
+
+#[test]
+fn a_dropped_put_and_throttling_are_reconciled_without_a_second_scale_set() {
+    let project = Project::with_pool();
+    let peer = AzurePeer::start(&json!({ "lro_polls": 2 }));
+    peer.set_faults(&json!({ "seed": 6, "rules": [
+        { "fault": "drop_response", "op": "PUT scaleset", "calls": [1] },
+        { "fault": "throttle", "op": "PATCH scaleset", "calls": [1], "retry_after": 1 },
+        { "fault": "throttle", "op": "LIST vms", "calls": [1], "retry_after": 1 },
+        { "fault": "status", "op": "GET operation", "calls": [3], "status": 503 }
+    ] }));
+    let run = project.apply(&peer, &[]);
+    assert!(
+        run.status.success(),
+        "{}\n{}",
+        text(&run.stdout),
+        text(&run.stderr)
+    );
+    assert_pool_once(&peer, "faults");
+    // The PUT whose answer was lost was found by name, not sent again; the throttled PATCH
+    // did nothing and was sent again.
+    assert_eq!(peer.calls("PUT scaleset"), 1);
+    assert_eq!(peer.calls("PATCH scaleset"), 2);
+    let record = peer.record();
+    assert_eq!(record["fault_counts"]["drop_response"], 1, "{record}");
+    assert_eq!(record["fault_counts"]["throttle"], 2, "{record}");
+    assert_eq!(pools_in_state(&project).len(), 1);
+}
+
+#[test]
+fn a_stockout_is_a_capacity_shortfall_not_success() {
+    let project = Project::with_pool();
+    let peer = AzurePeer::start(&json!({}));
+    peer.set_faults(&json!({ "rules": [
+        { "fault": "stockout", "sku": "Standard_NC40ads_H100_v5", "available": 0 }
+    ] }));
+    let run = project.apply(&peer, &[]);
+    let (out, err) = (text(&run.stdout), text(&run.stderr));
+    assert!(out.contains("AllocationFailed"), "{out}\n{err}");
+    assert!(out.contains("0 of 3"), "{out}\n{err}");
+    assert!(out.contains("insufficient capacity"), "{out}\n{err}");
+    // The scale set exists at its capacity (the next apply looks again); none of its VMs
+    // runs, and the PATCH was not repeated blindly.
+    let set = peer.scale_set(POOL_NAME).unwrap();
+    assert_eq!(set["sku"]["capacity"], RUN_INSTANCES);
+    assert_eq!(peer.running(POOL_NAME), 0);
+    assert_eq!(peer.calls("PATCH scaleset"), 1);
+}
+
+#[test]
+fn release_scales_a_pool_no_campaign_needs_to_zero_and_leaves_a_foreign_scale_set() {
+    let project = Project::with_pool();
+    let peer = AzurePeer::start(&json!({}));
+    let run = project.apply(&peer, &[]);
+    assert!(run.status.success(), "{}", text(&run.stderr));
+    assert_pool_once(&peer, "applied");
+    // Someone else's scale set in the same resource group is never touched.
+    let theirs = "gpucap-h100-azure-eastus-team";
+    peer.seed_scale_set(&json!({
+        "name": theirs, "location": "eastus", "sku": "Standard_NC40ads_H100_v5",
+        "capacity": 2, "tags": { "team": "infra" }
+    }));
+
+    let released = project.release(&peer, AFTER, &["--auto-approve"]);
+    let out = text(&released.stdout);
+    assert!(
+        released.status.success(),
+        "{out}\n{}",
+        text(&released.stderr)
+    );
+    let ours = peer.scale_set(POOL_NAME).unwrap();
+    assert_eq!(ours["sku"]["capacity"], 0, "{out}");
+    assert_eq!(peer.running(POOL_NAME), 0);
+    assert_eq!(peer.scale_set(theirs).unwrap()["sku"]["capacity"], 2);
+    assert_eq!(peer.running(theirs), 2);
+    assert_eq!(peer.record()["scale_set_patches"], json!({ POOL_NAME: 2 }));
+    assert_eq!(peer.scale_sets_created().len(), 1, "nothing made");
+    let audit = std::fs::read_to_string(project.path(".gpucap/audit.jsonl")).unwrap();
+    assert!(
+        audit.contains("azure:virtualMachineScaleSets.update"),
         "{audit}"
     );
 }

@@ -58,6 +58,16 @@ const RUN_NOW: &str = "od-h100-gcp-gcp-us-central1-a3-highgpu-1g-3x-20261228-14d
 /// The pool's deterministic name: its instance template's and managed instance group's.
 const POOL_NAME: &str = "gpucap-h100-gcp-us-central1-a3-highgpu-1g";
 const RUN_INSTANCES: u64 = 3;
+/// The GCP capacity block added by [`Project::with_purchases`]: 44 days after [`NOW`], so
+/// Compute Engine still lets it be cancelled (at least 30 days ahead) until 2027-01-11.
+const BLOCK: &str = "block-h100-gcp-gcp-us-central1-a-a3-highgpu-8g-2x-20270210-14d";
+const BLOCK_START: &str = "2027-02-10T00:00:00Z";
+const BLOCK_END: &str = "2027-02-24T00:00:00Z";
+const BLOCK_COST: f64 = 61_000.0;
+/// The one-year GCP commitment added by [`Project::with_purchases`].
+const COMMIT: &str = "commit-h100-gcp-gcp-us-central1-a3-highgpu-8g-1x-20261228-1y";
+const COMMIT_END: &str = "2027-12-28T00:00:00Z";
+const COMMIT_COST: f64 = 377_500.0;
 
 struct Project {
     dir: tempfile::TempDir,
@@ -77,7 +87,21 @@ impl Project {
         Project::make(true)
     }
 
+    /// As [`Project::new`], with a GCP capacity block ([`BLOCK`]: a calendar-mode future
+    /// reservation of 2 x a3-highgpu-8g in us-central1-a from [`BLOCK_START`] for 14 days) and
+    /// a one-year GCP commitment ([`COMMIT`]: 1 x a3-highgpu-8g in us-central1), both due now.
+    fn with_purchases() -> Project {
+        let project = Project::make(false);
+        project.add_purchases();
+        project
+    }
+
     fn make(pool: bool) -> Project {
+        Project::make_with(pool, "")
+    }
+
+    /// [`Project::make`] with `extra` (whole TOML tables) in the config.
+    fn make_with(pool: bool, extra: &str) -> Project {
         let dir = tempfile::tempdir().unwrap();
         let example = std::path::PathBuf::from(
             std::env::var_os("CARGO_MANIFEST_DIR")
@@ -109,6 +133,7 @@ probability = 1.0
 [prices]
 offline = true
 
+{extra}
 [state]
 backend = "local"
 dir = ".gpucap"
@@ -210,6 +235,63 @@ security_groups = ["gpu-train"]
             actions.push(run_now);
         }
         std::fs::write(&out, serde_json::to_vec_pretty(&plan).unwrap()).unwrap();
+    }
+
+    /// Adds [`BLOCK`] and [`COMMIT`] to the plan (see [`Project::with_purchases`]).
+    fn add_purchases(&self) {
+        let out = self.path("plan.json");
+        let mut plan: Value =
+            serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+        let reserve = plan["actions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["id"] == FIRST)
+            .unwrap()
+            .clone();
+        let mut block = reserve.clone();
+        block["id"] = BLOCK.into();
+        block["kind"] = "purchase_capacity_block".into();
+        block["instances"] = 2.into();
+        block["gpus"] = 16.into();
+        block["start"] = BLOCK_START.into();
+        block["end"] = BLOCK_END.into();
+        block["start_hour"] = (44 * 24).into();
+        block["end_hour"] = (58 * 24).into();
+        block["due"] = NOW.into();
+        block["cost"] = BLOCK_COST.into();
+        block["irreversible"] = true.into();
+        let irreversible = plan["cost"]["irreversible"].as_f64().unwrap();
+        plan["cost"]["irreversible"] = (irreversible + BLOCK_COST + COMMIT_COST).into();
+        block["offer"] = "gcp/us-central1-a/a3-highgpu-8g/calendar".into();
+        let mut commit = reserve;
+        commit["id"] = COMMIT.into();
+        commit["kind"] = "commit".into();
+        commit["zone"] = Value::Null;
+        commit["instances"] = 1.into();
+        commit["gpus"] = 8.into();
+        commit["start"] = NOW.into();
+        commit["end"] = COMMIT_END.into();
+        commit["start_hour"] = 0.into();
+        commit["end_hour"] = (365 * 24).into();
+        commit["due"] = NOW.into();
+        commit["cost"] = COMMIT_COST.into();
+        commit["irreversible"] = true.into();
+        commit["offer"] = "gcp/us-central1/a3-highgpu-8g/cud-1y".into();
+        let actions = plan["actions"].as_array_mut().unwrap();
+        actions.push(block);
+        actions.push(commit);
+        std::fs::write(&out, serde_json::to_vec_pretty(&plan).unwrap()).unwrap();
+    }
+
+    fn resources_in_state(&self, kind: &str) -> Vec<Value> {
+        self.state()["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["kind"] == kind && r["cloud"] == "gcp")
+            .cloned()
+            .collect()
     }
 
     fn apply(&self, peer: &GcePeer, extra: &[&str]) -> Output {
@@ -429,22 +511,27 @@ fn force_unlock(project: &Project, peer: &GcePeer) {
     assert!(unlock.status.success(), "{}", text(&unlock.stderr));
 }
 
-#[test]
-fn killed_at_every_journal_boundary_then_rerun_creates_each_reservation_exactly_once() {
-    // A full run writes intent, sent and done for each of the two reservations.
-    let probe = Project::new();
+/// Kills a run of the project `make` builds after each of its `records` journal records (a
+/// full run writes exactly that many), runs it again to the end, and has `check` count what the
+/// peer made, with the kill point as context.
+fn kill_at_every_journal_boundary(
+    make: fn() -> Project,
+    records: u64,
+    check: impl Fn(&Project, &GcePeer, &str),
+) {
+    let probe = make();
     let probe_peer = GcePeer::start(&json!({}));
     let run = probe.apply(&probe_peer, &[]);
     assert!(run.status.success(), "{}", text(&run.stderr));
-    let records = std::fs::read_to_string(probe.path(".gpucap/journal.jsonl"))
+    let written = std::fs::read_to_string(probe.path(".gpucap/journal.jsonl"))
         .unwrap()
         .lines()
         .count() as u64;
-    assert_eq!(records, 6);
+    assert_eq!(written, records);
 
     let started = Instant::now();
     for n in 1..=records {
-        let project = Project::new();
+        let project = make();
         let peer = GcePeer::start(&json!({}));
         assert!(
             apply_and_kill_at(&project, &peer, n),
@@ -458,17 +545,22 @@ fn killed_at_every_journal_boundary_then_rerun_creates_each_reservation_exactly_
             text(&rerun.stdout),
             text(&rerun.stderr)
         );
-        assert_created_once(&peer, &format!("kill after record {n}"));
-        assert_eq!(
-            project.reservations_in_state().len(),
-            2,
-            "kill after record {n}"
-        );
+        check(&project, &peer, &format!("kill after record {n}"));
     }
     eprintln!(
         "{records} kill points checked in {:.1} s",
         started.elapsed().as_secs_f64()
     );
+}
+
+#[test]
+fn killed_at_every_journal_boundary_then_rerun_creates_each_reservation_exactly_once() {
+    // A full run writes intent, sent, operation (the insert's Operation, journalled while it
+    // is waited for) and done for each of the two reservations.
+    kill_at_every_journal_boundary(Project::new, 8, |project, peer, context| {
+        assert_created_once(peer, context);
+        assert_eq!(project.reservations_in_state().len(), 2, "{context}");
+    });
 }
 
 #[test]
@@ -710,44 +802,15 @@ fn a_plan_with_a_gcp_run_makes_one_template_and_one_group_of_the_planned_size() 
 
 #[test]
 fn killed_at_every_journal_boundary_then_rerun_makes_the_pool_exactly_once() {
-    // Two reservations, the pool's creation and its resize: intent, sent and done each.
-    let probe = Project::with_pool();
-    let probe_peer = GcePeer::start(&json!({}));
-    let run = probe.apply(&probe_peer, &[]);
-    assert!(run.status.success(), "{}", text(&run.stderr));
-    let records = std::fs::read_to_string(probe.path(".gpucap/journal.jsonl"))
-        .unwrap()
-        .lines()
-        .count() as u64;
-    assert_eq!(records, 12);
-
-    let started = Instant::now();
-    for n in 1..=records {
-        let project = Project::with_pool();
-        let peer = GcePeer::start(&json!({}));
-        assert!(
-            apply_and_kill_at(&project, &peer, n),
-            "the run did not reach journal record {n}"
-        );
-        force_unlock(&project, &peer);
-        let rerun = project.apply(&peer, &[]);
-        assert!(
-            rerun.status.success(),
-            "kill after record {n}: {}\n{}",
-            text(&rerun.stdout),
-            text(&rerun.stderr)
-        );
-        let context = format!("kill after record {n}");
-        assert_created_once(&peer, &context);
-        assert_pool_once(&peer, &context);
+    // Two reservations (intent, sent, operation, done each), the pool's creation and its
+    // resize (intent, sent, done each).
+    kill_at_every_journal_boundary(Project::with_pool, 14, |project, peer, context| {
+        assert_created_once(peer, context);
+        assert_pool_once(peer, context);
         assert_eq!(peer.calls("templates.insert"), 1, "{context}");
         assert_eq!(peer.calls("groups.insert"), 1, "{context}");
-        assert_eq!(pools_in_state(&project).len(), 1, "{context}");
-    }
-    eprintln!(
-        "{records} kill points checked in {:.1} s",
-        started.elapsed().as_secs_f64()
-    );
+        assert_eq!(pools_in_state(project).len(), 1, "{context}");
+    });
 }
 
 #[test]
@@ -830,4 +893,328 @@ fn release_scales_a_pool_no_campaign_needs_to_zero() {
     assert_eq!(theirs["targetSize"], 2);
     assert_eq!(peer.counts("group_resizes").get(POOL_NAME), Some(&2));
     assert_eq!(peer.counts("groups_created").len(), 1, "nothing made");
+}
+
+/// The plan's future reservation and commitment each came into existence once, from one
+/// insert, and the state holds each once, irreversible.
+fn assert_purchases_once(project: &Project, peer: &GcePeer, context: &str) {
+    for what in [
+        "futures_created",
+        "future_inserts",
+        "commitments_created",
+        "commitment_inserts",
+    ] {
+        let counts = peer.counts(what);
+        assert_eq!(counts.len(), 1, "{context}: {what} {counts:?}");
+        assert!(
+            counts.values().all(|n| *n == 1),
+            "{context}: {what} {counts:?}"
+        );
+    }
+    assert_eq!(peer.future_reservations().len(), 1, "{context}");
+    assert_eq!(peer.commitments().len(), 1, "{context}");
+    for kind in ["capacity_block", "commitment"] {
+        let held = project.resources_in_state(kind);
+        assert_eq!(held.len(), 1, "{context}: {kind} {held:?}");
+        assert_eq!(held[0]["irreversible"], true, "{context}: {kind}");
+    }
+}
+
+#[test]
+fn a_gcp_block_and_commitment_are_each_made_once_and_a_rerun_has_nothing_to_do() {
+    let project = Project::with_purchases();
+    let peer = GcePeer::start(&json!({ "op_steps": 3 }));
+    let dry = project.apply(&peer, &["--dry-run"]);
+    let out = text(&dry.stdout);
+    assert!(dry.status.success(), "{out}\n{}", text(&dry.stderr));
+    assert!(out.contains("Would do (4)"), "{out}");
+    assert_eq!(
+        peer.calls("future.insert") + peer.calls("commitments.insert"),
+        0
+    );
+
+    let run = project.apply(&peer, &[]);
+    let (out, err) = (text(&run.stdout), text(&run.stderr));
+    assert!(run.status.success(), "{out}\n{err}");
+    assert!(out.contains("Done (4)"), "{out}");
+    assert!(
+        !out.contains("by hand"),
+        "nothing is left to a person: {out}"
+    );
+    assert_created_once(&peer, "reservations beside them");
+    assert_purchases_once(&project, &peer, "first run");
+    let fr = &peer.future_reservations()[0];
+    assert_eq!(fr["reservationMode"], "CALENDAR");
+    assert_eq!(fr["planningStatus"], "SUBMITTED");
+    assert_eq!(fr["timeWindow"]["startTime"], BLOCK_START);
+    assert_eq!(fr["timeWindow"]["endTime"], BLOCK_END);
+    assert_eq!(fr["specificSkuProperties"]["totalCount"], "2");
+    let tags: Value = serde_json::from_str(fr["description"].as_str().unwrap()).unwrap();
+    assert_eq!(tags["managed-by"], "gpucap");
+    assert_eq!(tags["gpucap:action"], BLOCK);
+    let c = &peer.commitments()[0];
+    assert_eq!(c["plan"], "TWELVE_MONTH");
+    assert_eq!(c["type"], "ACCELERATOR_OPTIMIZED_A3");
+    let tags: Value = serde_json::from_str(c["description"].as_str().unwrap()).unwrap();
+    assert_eq!(tags["gpucap:action"], COMMIT);
+    // Committed GPUs must be reserved: the reservation made just before (2 machines in zone a,
+    // enough for the 1 committed) is attached.
+    let attached = c["existingReservations"].as_array().unwrap();
+    assert_eq!(attached.len(), 1, "{c}");
+    assert_eq!(
+        attached[0],
+        format!(
+            "projects/{PROJECT}/zones/{ZONE_A}/reservations/{}",
+            gce_name(&peer, ZONE_A)
+        )
+    );
+    // The attached reservation now lives as long as the commitment: irreversible in the
+    // state, so neither a due release nor `gpucap release` deletes it; the other is as it was.
+    let reservations = project.reservations_in_state();
+    let by_zone = |z: &str| {
+        reservations
+            .iter()
+            .find(|r| r["zone"] == z)
+            .unwrap_or_else(|| panic!("{reservations:?}"))
+    };
+    assert_eq!(by_zone(ZONE_A)["irreversible"], true);
+    assert_eq!(by_zone(ZONE_B)["irreversible"], false);
+    // The block and the commitment are recorded with their planned cost.
+    let block = &project.resources_in_state("capacity_block")[0];
+    assert_eq!(block["cost"], BLOCK_COST);
+    assert_eq!(
+        block["id"],
+        format!("{ZONE_A}/{}", fr["name"].as_str().unwrap())
+    );
+    let audit = std::fs::read_to_string(project.path(".gpucap/audit.jsonl")).unwrap();
+    assert!(
+        audit.contains("gcp:futureReservations.insert")
+            && audit.contains("gcp:regionCommitments.insert"),
+        "{audit}"
+    );
+
+    let again = project.apply(&peer, &[]);
+    let out = text(&again.stdout);
+    assert!(again.status.success(), "{out}\n{}", text(&again.stderr));
+    assert!(out.contains("Already done earlier"), "{out}");
+    assert_eq!(peer.calls("future.insert"), 1);
+    assert_eq!(peer.calls("commitments.insert"), 1);
+    assert_purchases_once(&project, &peer, "second run");
+}
+
+#[test]
+fn killed_at_every_journal_boundary_then_rerun_makes_each_block_and_commitment_exactly_once() {
+    // Two reservations, the block and the commitment: intent, sent, operation and done each.
+    kill_at_every_journal_boundary(Project::with_purchases, 16, |project, peer, context| {
+        assert_created_once(peer, context);
+        assert_purchases_once(project, peer, context);
+        assert_eq!(peer.calls("future.insert"), 1, "{context}");
+        assert_eq!(peer.calls("commitments.insert"), 1, "{context}");
+    });
+}
+
+#[test]
+fn a_lost_answer_to_a_block_or_commitment_insert_is_found_by_name_not_sent_again() {
+    let project = Project::with_purchases();
+    let peer = GcePeer::start(&json!({}));
+    peer.set_faults(&json!({ "seed": 5, "rules": [
+        { "fault": "drop_response", "op": "future.insert", "calls": [1] },
+        { "fault": "drop_response", "op": "commitments.insert", "calls": [1] },
+        { "fault": "throttle", "op": "future.get", "calls": [2] }
+    ] }));
+    let run = project.apply(&peer, &[]);
+    let (out, err) = (text(&run.stdout), text(&run.stderr));
+    assert!(run.status.success(), "{out}\n{err}");
+    assert_purchases_once(&project, &peer, "dropped answers");
+    assert_eq!(peer.calls("future.insert"), 1, "{}", peer.record());
+    assert_eq!(peer.calls("commitments.insert"), 1, "{}", peer.record());
+    assert_eq!(peer.record()["fault_counts"]["drop_response"], 2);
+
+    // A re-run after the lost answers sends nothing.
+    let again = project.apply(&peer, &[]);
+    assert!(again.status.success(), "{}", text(&again.stderr));
+    assert_eq!(peer.calls("future.insert"), 1);
+    assert_eq!(peer.calls("commitments.insert"), 1);
+}
+
+#[test]
+fn release_cancels_an_unneeded_block_while_allowed_and_never_touches_the_commitment() {
+    let project = Project::with_purchases();
+    let peer = GcePeer::start(&json!({}));
+    let run = project.apply(&peer, &[]);
+    assert!(run.status.success(), "{}", text(&run.stderr));
+    assert_purchases_once(&project, &peer, "applied");
+    let name = peer.future_reservations()[0]["name"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    // 2027-01-05: the block starts 36 days later; no campaign needs it (the last ends
+    // 2027-02-03). The peer's clock says the same, so its 30-day rule agrees.
+    let when = "2027-01-05T00:00:00Z";
+    peer.configure(&json!({ "now": when }));
+    let released = project.release(&peer, when, &["--auto-approve"]);
+    let out = text(&released.stdout);
+    assert!(
+        released.status.success(),
+        "{out}\n{}",
+        text(&released.stderr)
+    );
+    assert_eq!(peer.counts("future_cancels").get(&name), Some(&1), "{out}");
+    assert_eq!(peer.counts("future_deleted").get(&name), Some(&1), "{out}");
+    assert!(peer.future_reservations().is_empty());
+    assert_eq!(
+        project.resources_in_state("capacity_block")[0]["status"],
+        "released"
+    );
+    // The commitment is owed, not released: it exists, and nothing was sent to it but its
+    // insert.
+    assert!(out.contains("commitment cannot be cancelled"), "{out}");
+    assert!(
+        out.contains("a reservation attached to a commitment cannot be cancelled"),
+        "{out}"
+    );
+    assert_eq!(peer.calls("delete"), 0, "no reservation was deleted: {out}");
+    assert_eq!(peer.commitments().len(), 1);
+    assert_eq!(
+        project.resources_in_state("commitment")[0]["status"],
+        "active"
+    );
+    let record = peer.record();
+    let to_commitments: Vec<&Value> = record["log"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|l| l["path"].as_str().unwrap().contains("/commitments"))
+        .filter(|l| l["method"] != "GET")
+        .collect();
+    assert_eq!(to_commitments.len(), 1, "{to_commitments:?}");
+    let audit = std::fs::read_to_string(project.path(".gpucap/audit.jsonl")).unwrap();
+    assert!(audit.contains("gcp:futureReservations.cancel"), "{audit}");
+}
+
+#[test]
+fn release_refuses_to_cancel_a_block_inside_its_notice_period() {
+    let project = Project::with_purchases();
+    let peer = GcePeer::start(&json!({}));
+    let run = project.apply(&peer, &[]);
+    assert!(run.status.success(), "{}", text(&run.stderr));
+    // 2027-01-20: 21 days before the block starts; Compute Engine no longer allows a cancel.
+    let when = "2027-01-20T00:00:00Z";
+    peer.configure(&json!({ "now": when }));
+    let released = project.release(&peer, when, &["--auto-approve"]);
+    let out = text(&released.stdout);
+    assert!(
+        released.status.success(),
+        "{out}\n{}",
+        text(&released.stderr)
+    );
+    assert!(out.contains("can no longer be cancelled"), "{out}");
+    assert!(
+        out.contains("2027-01-11"),
+        "the last day it could be: {out}"
+    );
+    assert_eq!(peer.calls("future.cancel"), 0);
+    assert_eq!(peer.future_reservations().len(), 1);
+    assert_ne!(
+        project.resources_in_state("capacity_block")[0]["status"],
+        "released"
+    );
+}
+
+#[test]
+fn killed_while_waiting_on_an_insert_operation_the_rerun_waits_on_it_and_sends_nothing_again() {
+    // Where the journal records the future reservation's insert Operation.
+    let probe = Project::with_purchases();
+    let probe_peer = GcePeer::start(&json!({}));
+    let run = probe.apply(&probe_peer, &[]);
+    assert!(run.status.success(), "{}", text(&run.stderr));
+    let journal: Vec<Value> = std::fs::read_to_string(probe.path(".gpucap/journal.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let at = journal
+        .iter()
+        .position(|r| r["step"] == "operation" && r["api"] == "gcp:futureReservations.insert")
+        .expect("an operation record for the future reservation's insert");
+    assert!(
+        journal[at]["request_id"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("zones/{ZONE_A}/operations/operation-")),
+        "{}",
+        journal[at]
+    );
+    for kind in ["gcp:reservations.insert", "gcp:regionCommitments.insert"] {
+        let op = journal
+            .iter()
+            .find(|r| r["step"] == "operation" && r["api"] == kind)
+            .unwrap_or_else(|| panic!("no operation record for {kind}"));
+        assert!(
+            op["request_id"].as_str().unwrap().contains("/operations/"),
+            "{op}"
+        );
+    }
+
+    // Killed right after that record, with the Operation still running (it needs 20 looks).
+    let project = Project::with_purchases();
+    let peer = GcePeer::start(&json!({ "op_steps": 20 }));
+    assert!(apply_and_kill_at(&project, &peer, at as u64 + 1));
+    assert_eq!(peer.calls("future.insert"), 1);
+    let last: Value = serde_json::from_str(
+        std::fs::read_to_string(project.path(".gpucap/journal.jsonl"))
+            .unwrap()
+            .lines()
+            .last()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(last["step"], "operation", "{last}");
+    let noted = last["request_id"].as_str().unwrap().to_string();
+    let before = peer.record()["log"].as_array().unwrap().len();
+    peer.configure(&json!({ "op_steps": 2 }));
+    force_unlock(&project, &peer);
+    let rerun = project.apply(&peer, &[]);
+    let (out, err) = (text(&rerun.stdout), text(&rerun.stderr));
+    assert!(rerun.status.success(), "{out}\n{err}");
+    assert!(err.contains("waiting on zones/"), "{err}");
+    // The re-run's first call waits on the journalled Operation; the request is not sent again.
+    let record = peer.record();
+    let log = record["log"].as_array().unwrap();
+    let first = &log[before];
+    assert_eq!(first["op"], "operations.wait", "{first}");
+    assert!(
+        first["path"]
+            .as_str()
+            .unwrap()
+            .ends_with(&format!("/{}/wait", noted.rsplit('/').next().unwrap())),
+        "{first} vs {noted}"
+    );
+    assert_eq!(peer.calls("future.insert"), 1);
+    assert_purchases_once(&project, &peer, "after the resumed wait");
+}
+
+#[test]
+fn the_approval_gate_counts_a_gcp_block_and_commitment_as_irreversible_spend() {
+    // Irreversible spend above $100,000 needs a sign-off; the block and the commitment are
+    // $438,500 of it.
+    let project = Project::make_with(false, "[budget]\napproval_above = 100000.0\n");
+    project.add_purchases();
+    let peer = GcePeer::start(&json!({}));
+    let refused = project.apply(&peer, &[]);
+    let err = text(&refused.stderr);
+    assert!(!refused.status.success(), "{err}");
+    assert!(err.contains("needs an approval"), "{err}");
+    assert!(
+        err.contains("irreversible spend $438,500 in 2 actions"),
+        "the block and the commitment, and nothing else: {err}"
+    );
+    assert_eq!(peer.record()["requests"], 0, "nothing was sent");
+    let approved = project.apply(&peer, &["--approve", "Q1 training, ticket 42"]);
+    let (out, err) = (text(&approved.stdout), text(&approved.stderr));
+    assert!(approved.status.success(), "{out}\n{err}");
+    assert_purchases_once(&project, &peer, "approved");
+    let audit = std::fs::read_to_string(project.path(".gpucap/audit.jsonl")).unwrap();
+    assert!(audit.contains("Q1 training, ticket 42"), "{audit}");
 }

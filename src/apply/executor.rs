@@ -4,7 +4,10 @@
 //! The rules it keeps, whatever fails:
 //!
 //! - **Journal first.** Each mutating call is an intent (a UUID): `intent`, then `sent`, both
-//!   durable, then the call, then `done`, `failed` or `unknown`. The request recorded with it
+//!   durable, then the call, then `done`, `failed` or `unknown`. A call that reports a
+//!   long-running operation (`gpucap_provider::capacity::note_operation`: GCP's inserts) gets
+//!   an `operation` record with its name while it waits, and a re-run settles it by waiting
+//!   on that operation before looking the result up. The request recorded with it
 //!   carries the cloud, the region and the resource it would create, so a re-run can settle
 //!   it with the cloud ([`super::reconcile`]) and rebuild the state from the journal alone.
 //! - **Nothing bought twice.** A capacity block purchase (no client token, cannot be undone)
@@ -17,7 +20,11 @@
 //!   token names the reservation too and is the insert's `requestId` (as a UUID v5); the name
 //!   is looked up before every insert, and a 409 `alreadyExists` is resolved by name. GCP
 //!   pools (instance template and managed instance group) are named from the pool, looked up
-//!   before every insert, and carry `requestId`s from the same token.
+//!   before every insert, and carry `requestId`s from the same token. GCP capacity blocks
+//!   (future reservations in calendar mode) and commitments are not bought from an offering:
+//!   they are named from the token like reservations, so a repeat finds the first one
+//!   (`Executor::create_by_token`); both are irreversible in the state, and a commitment is
+//!   never released.
 //! - **Retries only where safe.** Quotes, lookups, tokenised creates, pool changes and
 //!   cancels are retried on throttling and server errors with backon (exponential backoff with
 //!   jitter). Insufficient capacity is remembered ([`IceCache`]) and never retried blindly.
@@ -34,8 +41,9 @@ use backon::{ExponentialBuilder, Retryable};
 use chrono::{DateTime, Utc};
 use gpucap_provider::Cloud;
 use gpucap_provider::capacity::{
-    ActError, ActErrorKind, ActResult, BlockOffering, BlockQuery, Capacity, CloudResource, Done,
-    Idempotency, Placement, PoolSize, PoolSpec, ReservationRequest, ResourceKind,
+    ActError, ActErrorKind, ActResult, BlockOffering, BlockQuery, Capacity, CloudResource,
+    CommitmentRequest, Done, Idempotency, Placement, PoolSize, PoolSpec, ReservationRequest,
+    ResourceKind,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -514,11 +522,40 @@ impl<'a> Executor<'a> {
                     .map_err(Attempt::State)?;
                 remember(&sent);
                 self.counters.calls.fetch_add(1, Ordering::Relaxed);
-                match call.await {
+                // A long-running operation the call reports is journalled (`operation`, its
+                // name in `request_id`) while the call waits for it.
+                let (tx, mut started) = tokio::sync::mpsc::unbounded_channel::<String>();
+                let sink: gpucap_provider::capacity::OperationSink = Arc::new(move |op: &str| {
+                    let _ = tx.send(op.to_string());
+                });
+                let call = gpucap_provider::capacity::with_operation_sink(sink, call);
+                tokio::pin!(call);
+                let mut latest = sent;
+                let result = loop {
+                    tokio::select! {
+                        biased;
+                        Some(op) = started.recv() => {
+                            let mut noted = latest.next(Step::Operation);
+                            noted.request_id = Some(op);
+                            latest = self.journal(noted, None).await.map_err(Attempt::State)?;
+                            remember(&latest);
+                        }
+                        result = &mut call => break result,
+                    }
+                };
+                // An operation reported just before the call returned is journalled too, so a
+                // call's records do not depend on timing.
+                while let Ok(op) = started.try_recv() {
+                    let mut noted = latest.next(Step::Operation);
+                    noted.request_id = Some(op);
+                    latest = self.journal(noted, None).await.map_err(Attempt::State)?;
+                    remember(&latest);
+                }
+                match result {
                     Ok(done) => Ok(done),
                     Err(e) => {
                         let failed = self
-                            .journal(sent.errored(&e), None)
+                            .journal(latest.errored(&e), None)
                             .await
                             .map_err(Attempt::State)?;
                         remember(&failed);
@@ -565,6 +602,11 @@ impl<'a> Executor<'a> {
                 kind: "reservation",
                 outcome: self.reserve(part).await?,
             },
+            Work::Commit(part) => Report {
+                id: part.id.clone(),
+                kind: "commitment",
+                outcome: self.commit(part).await?,
+            },
             Work::Release { action, resource } => Report {
                 id: action.clone(),
                 kind: "release",
@@ -605,12 +647,17 @@ impl<'a> Executor<'a> {
         }
     }
 
-    /// A capacity block part: re-quote, check, buy once, settle an unknown outcome.
+    /// A capacity block part: re-quote, check, buy once, settle an unknown outcome. On GCP a
+    /// block is a future reservation in calendar mode, requested by name instead
+    /// ([`Executor::requested_block`]).
     async fn block(&mut self, part: &Part) -> Result<Outcome, ApplyError> {
         let a = &part.action;
         let Some(cloud) = self.cloud_of(&a.cloud) else {
             return Ok(no_provider(&a.cloud));
         };
+        if a.cloud == "gcp" {
+            return self.requested_block(cloud, part).await;
+        }
         let placement = Placement {
             region: a.region.clone(),
             zone: a.zone.clone(),
@@ -781,6 +828,197 @@ impl<'a> Executor<'a> {
         })
     }
 
+    /// A GCP capacity block: a future reservation in calendar mode for the part's window,
+    /// named from the client token, so repeating it (after a throttle, a lost answer or a
+    /// crash) finds the first request instead of making a second.
+    async fn requested_block(
+        &mut self,
+        cloud: &'a dyn Capacity,
+        part: &Part,
+    ) -> Result<Outcome, ApplyError> {
+        let a = &part.action;
+        let request = ReservationRequest {
+            placement: Placement {
+                region: a.region.clone(),
+                zone: a.zone.clone(),
+                instance_type: a.instance_type.clone(),
+            },
+            instances: part.instances,
+            start: part.start,
+            end: part.end,
+        };
+        let words = format!(
+            "request {} x {} in {} from {} to {} (future reservation, calendar mode)",
+            part.instances,
+            a.instance_type,
+            a.zone.as_deref().unwrap_or(&a.region),
+            crate::timespec::rfc3339(part.start),
+            crate::timespec::rfc3339(part.end)
+        );
+        let params = serde_json::to_value(&request).unwrap_or_default();
+        self.create_by_token(
+            part,
+            ResourceKind::CapacityBlock,
+            "gcp:futureReservations.insert",
+            params,
+            words,
+            |id, dry_run| cloud.request_block(&request, id, dry_run),
+        )
+        .await
+    }
+
+    /// A GCP commitment (`regionCommitments.insert`), named from the client token. It cannot
+    /// be undone: the state marks it irreversible and `release` never touches it.
+    async fn commit(&mut self, part: &Part) -> Result<Outcome, ApplyError> {
+        let a = &part.action;
+        let Some(cloud) = self.cloud_of(&a.cloud) else {
+            return Ok(no_provider(&a.cloud));
+        };
+        // Compute Engine requires committed GPUs to be reserved, with the reservations
+        // attached: the reservations gpucap made for this type in the region, longest-lived
+        // first, until they hold the count (the provider checks them in the cloud).
+        let mut live: Vec<&ManagedResource> = self
+            .state
+            .resources
+            .iter()
+            .filter(|r| {
+                r.kind == ResourceKind::Reservation
+                    && r.cloud.as_str() == a.cloud
+                    && r.region == a.region
+                    && r.instance_type == a.instance_type
+                    && !matches!(r.status, ResourceStatus::Released | ResourceStatus::Expired)
+            })
+            .collect();
+        live.sort_by(|x, y| y.end.cmp(&x.end).then_with(|| x.id.cmp(&y.id)));
+        let mut reservations: Vec<String> = Vec::new();
+        let mut held = 0;
+        for r in live {
+            if held >= part.instances {
+                break;
+            }
+            held += r.instances;
+            reservations.push(r.id.clone());
+        }
+        let attached = reservations.clone();
+        let request = CommitmentRequest {
+            placement: Placement {
+                region: a.region.clone(),
+                zone: None,
+                instance_type: a.instance_type.clone(),
+            },
+            instances: part.instances,
+            start: part.start,
+            end: part.end,
+            reservations,
+        };
+        let words = format!(
+            "sign a commitment to {} x {} in {} until {}",
+            part.instances,
+            a.instance_type,
+            a.region,
+            crate::timespec::rfc3339(part.end)
+        );
+        let params = serde_json::to_value(&request).unwrap_or_default();
+        let outcome = self
+            .create_by_token(
+                part,
+                ResourceKind::Commitment,
+                "gcp:regionCommitments.insert",
+                params,
+                words,
+                |id, dry_run| cloud.create_commitment(&request, id, dry_run),
+            )
+            .await?;
+        if matches!(outcome, Outcome::Done { .. }) {
+            // An attached reservation lives as long as the commitment: never released by gpucap.
+            for id in &attached {
+                self.amend(cloud_enum(&a.cloud), id, |r| r.irreversible = true);
+            }
+        }
+        Ok(outcome)
+    }
+
+    /// A create named from a client token derived from plan and part (GCP future reservations
+    /// and commitments, both irreversible once made): journalled, repeated where safe (the
+    /// name finds an earlier attempt's work), an unknown outcome settled by the intent tag.
+    async fn create_by_token<F>(
+        &mut self,
+        part: &Part,
+        kind: ResourceKind,
+        api: &'static str,
+        params: serde_json::Value,
+        words: String,
+        call: F,
+    ) -> Result<Outcome, ApplyError>
+    where
+        F: Fn(&Idempotency, bool) -> gpucap_provider::BoxFuture<'a, ActResult>,
+    {
+        let a = &part.action;
+        let token = client_token(self.plan_digest(), &part.id);
+        let id = self.idempotency(&part.id, Some(token));
+        if self.settings.dry_run {
+            self.counters.calls.fetch_add(1, Ordering::Relaxed);
+            return Ok(dry_run_outcome(
+                call(&id, true).await,
+                format!("would {words}"),
+                part.planned_cost,
+            ));
+        }
+        let resource = ManagedResource {
+            id: String::new(),
+            kind,
+            cloud: cloud_enum(&a.cloud),
+            region: a.region.clone(),
+            zone: a.zone.clone(),
+            instance_type: a.instance_type.clone(),
+            instances: part.instances,
+            start: Some(part.start),
+            end: Some(part.end),
+            cost: part.planned_cost,
+            irreversible: true,
+            plan: self.plan_digest().to_string(),
+            action: part.id.clone(),
+            created_at: self.settings.now,
+            pool: Some(a.pool.clone()),
+            status: ResourceStatus::Pending,
+            idle_since: None,
+        };
+        let journalled = Request {
+            cloud: a.cloud.clone(),
+            region: a.region.clone(),
+            params,
+            creates: Some(resource.clone()),
+            releases: None,
+        };
+        let intent = self.begin(&id, api, &journalled).await?;
+        let (result, last) = self.repeatable(&intent, || call(&id, false)).await?;
+        match result {
+            Ok(done) => {
+                if kind == ResourceKind::CapacityBlock {
+                    self.counters.purchases_sent.fetch_add(1, Ordering::Relaxed);
+                }
+                self.finish_created(&last, resource, &done, part.planned_cost)
+                    .await
+            }
+            Err(e) if e.kind == ActErrorKind::Unknown => {
+                match self.settle(&last, &journalled).await? {
+                    Some(found) => Ok(Outcome::Done {
+                        detail: format!("made {found} (found by its intent tag)"),
+                        cost: part.planned_cost,
+                    }),
+                    None => Ok(Outcome::NotDone {
+                        reason: format!(
+                            "{e}; a re-run asks again under the same name, which finds it if it was made"
+                        ),
+                    }),
+                }
+            }
+            Err(e) => Ok(Outcome::NotDone {
+                reason: explain(&e),
+            }),
+        }
+    }
+
     /// `done` in the journal, the resource in the state.
     async fn finish_created(
         &mut self,
@@ -798,8 +1036,10 @@ impl<'a> Executor<'a> {
         resource.status = status_of(&done.resource);
         let detail = format!(
             "{} {} ({} x {}{})",
-            match resource.kind {
-                ResourceKind::CapacityBlock => "bought",
+            match (resource.kind, resource.cloud) {
+                (ResourceKind::CapacityBlock, Cloud::Gcp) => "requested",
+                (ResourceKind::CapacityBlock, _) => "bought",
+                (ResourceKind::Commitment, _) => "signed",
                 _ => "created",
             },
             resource.id,
@@ -835,6 +1075,17 @@ impl<'a> Executor<'a> {
                 cloud: request.cloud.clone(),
             });
         };
+        if pending.step == Step::Operation
+            && let Some(operation) = pending.request_id.as_deref()
+        {
+            // The call was under way as this operation: wait for it to end, then look.
+            self.note(&format!("  waiting on {operation} first"));
+            // Once: the provider waits up to its own operation timeout.
+            self.counters.calls.fetch_add(1, Ordering::Relaxed);
+            if let Err(e) = cloud.wait_operation(operation).await {
+                tracing::info!("{operation}: {e}; looking the result up anyway");
+            }
+        }
         let found = if request.creates.is_some() {
             self.look_up(cloud, pending, request).await?
         } else {
@@ -1004,12 +1255,28 @@ impl<'a> Executor<'a> {
         let Some(cloud) = self.cloud_of(resource.cloud.as_str()) else {
             return Ok(no_provider(resource.cloud.as_str()));
         };
+        if resource.kind == ResourceKind::Commitment {
+            return Ok(Outcome::Manual {
+                reason: format!(
+                    "{} is a commitment: it cannot be cancelled, and gpucap never tries",
+                    resource.id
+                ),
+            });
+        }
+        // A requested capacity block (a GCP future reservation) has its own cancel, which the
+        // cloud allows only before the block's notice period.
+        let block = resource.kind == ResourceKind::CapacityBlock;
+        let cancel = |dry_run: bool| {
+            if block {
+                cloud.cancel_block(&resource.region, &resource.id, dry_run)
+            } else {
+                cloud.cancel_reservation(&resource.region, &resource.id, dry_run)
+            }
+        };
         if self.settings.dry_run {
             self.counters.calls.fetch_add(1, Ordering::Relaxed);
             return Ok(dry_run_outcome(
-                cloud
-                    .cancel_reservation(&resource.region, &resource.id, true)
-                    .await,
+                cancel(true).await,
                 format!("would cancel {}", resource.id),
                 0.0,
             ));
@@ -1022,18 +1289,13 @@ impl<'a> Executor<'a> {
             creates: None,
             releases: Some(resource.id.clone()),
         };
-        let intent = self
-            .begin(
-                &id,
-                reservation_api(resource.cloud.as_str(), true),
-                &request,
-            )
-            .await?;
-        let (result, last) = self
-            .repeatable(&intent, || {
-                cloud.cancel_reservation(&resource.region, &resource.id, false)
-            })
-            .await?;
+        let api = if block {
+            "gcp:futureReservations.cancel"
+        } else {
+            reservation_api(resource.cloud.as_str(), true)
+        };
+        let intent = self.begin(&id, api, &request).await?;
+        let (result, last) = self.repeatable(&intent, || cancel(false)).await?;
         match result {
             Ok(done) => {
                 self.journal(last.done(&resource.id, done.request_id.as_deref()), None)
@@ -1048,7 +1310,7 @@ impl<'a> Executor<'a> {
                 // Already gone by itself (its end date came)? Then it is expired, not failed.
                 let now = self
                     .safe("describe", || {
-                        cloud.describe(&resource.region, ResourceKind::Reservation, &resource.id)
+                        cloud.describe(&resource.region, resource.kind, &resource.id)
                     })
                     .await;
                 if let Ok(Some(r)) = &now
@@ -1264,10 +1526,11 @@ impl<'a> Executor<'a> {
                     r.instances = size.on_demand + size.spot;
                     self.dirty = true;
                 }
-                // GCP answers only once it has counted the instances that run
-                // (`listManagedInstances`); AWS's count is from before the update.
+                // GCP and Azure answer only once they have counted the instances that run
+                // (`listManagedInstances`, the scale set's VMs); AWS's count is from before
+                // the update.
                 let running = match (cloud_name, done.resource.in_use) {
-                    ("gcp", Some(n)) => format!("; {n} running"),
+                    ("gcp" | "azure", Some(n)) => format!("; {n} running"),
                     _ => String::new(),
                 };
                 Ok(Outcome::Done {
@@ -1297,6 +1560,8 @@ fn reservation_api(cloud: &str, cancel: bool) -> &'static str {
 /// The journal's name of a pool create (or resize) on `cloud`.
 fn pool_api(cloud: &str, resize: bool) -> &'static str {
     match (cloud, resize) {
+        ("azure", false) => "azure:virtualMachineScaleSets.createOrUpdate",
+        ("azure", true) => "azure:virtualMachineScaleSets.update",
         ("gcp", false) => "gcp:regionInstanceGroupManagers.insert",
         ("gcp", true) => "gcp:regionInstanceGroupManagers.resize",
         (_, false) => "autoscaling:CreateAutoScalingGroup",

@@ -138,6 +138,11 @@ impl FakeCloud {
     }
 }
 
+/// Blocks are bought from quoted offerings here, and commitments are not signed by apply: the
+/// defaults, which refuse.
+impl gpucap_provider::capacity::RequestedBlocks for FakeCloud {}
+impl gpucap_provider::capacity::Commitments for FakeCloud {}
+
 impl CapacityBlocks for FakeCloud {
     fn describe_offerings(
         &self,

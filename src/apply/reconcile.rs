@@ -1,9 +1,10 @@
 //! Settling what a crashed or cut-off run left behind, before anything new is sent.
 //!
-//! Every intent whose last journal step is `intent`, `sent` or `unknown` is settled: an
-//! `intent` never left (its `sent` would have been written first); a `sent` or `unknown` one
-//! is looked up in the cloud by its `gpucap:intent` tag within a bounded wait, and what is
-//! found goes into the state. Then every call the journal says is `done` but the state does
+//! Every intent whose last journal step is `intent`, `sent`, `unknown` or `operation` is
+//! settled: an `intent` never left (its `sent` would have been written first); a `sent` or
+//! `unknown` one is looked up in the cloud by its `gpucap:intent` tag within a bounded wait,
+//! and what is found goes into the state; an `operation` one is first waited on (the
+//! long-running operation it names, through `Describe::wait_operation`), then looked up. Then every call the journal says is `done` but the state does
 //! not show (a kill between the two writes) is added from the journal alone.
 
 use gpucap_provider::Cloud;

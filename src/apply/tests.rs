@@ -547,7 +547,7 @@ fn client_tokens_are_deterministic_and_fit_the_api() {
 }
 
 #[test]
-fn on_azure_and_gcp_only_reservations_are_acted_on_and_the_rest_says_why_not() {
+fn azure_reservations_and_pools_and_gcp_blocks_and_commitments_are_acted_on() {
     let on = |id: &str, kind: ActionKind, cloud: &str| {
         let mut a = action(id, kind, "1", 2, 100.0);
         a.cloud = cloud.into();
@@ -600,16 +600,66 @@ fn on_azure_and_gcp_only_reservations_are_acted_on_and_the_rest_says_why_not() {
     );
     assert!(reason("block-az").contains("no capacity blocks"));
     assert!(reason("commit-az").contains("commitments"));
-    assert!(reason("gpucap-h100-eastus").contains("scale sets"));
+    // An Azure run is a pool (a VM scale set) apply can make, given launch settings.
+    assert!(reason("gpucap-h100-eastus").contains("[apply.pools.h100]"));
     assert!(
         todo.work
             .iter()
             .any(|w| matches!(w, Work::Reserve(p) if p.id == "reserve-gcp")),
         "{todo:#?}"
     );
-    assert!(reason("block-gcp").contains("calendar mode"));
-    assert!(reason("commit-gcp").contains("commitments"));
+    // GCP blocks are future reservations in calendar mode, requested like every block; GCP
+    // commitments are signed (regionCommitments.insert). Neither is manual.
+    assert!(
+        todo.work
+            .iter()
+            .any(|w| matches!(w, Work::Block(p) if p.id == "block-gcp" && p.instances == 2)),
+        "{todo:#?}"
+    );
+    assert!(
+        todo.work
+            .iter()
+            .any(|w| matches!(w, Work::Commit(p) if p.id == "commit-gcp" && p.instances == 2)),
+        "{todo:#?}"
+    );
+    assert!(
+        !todo
+            .work
+            .iter()
+            .any(|w| matches!(w, Work::Manual { action, .. } if action.ends_with("-gcp"))),
+        "{todo:#?}"
+    );
     assert_eq!(todo.work.len(), 7, "{todo:#?}");
+}
+
+#[test]
+fn an_azure_run_is_a_pool_to_make_and_size_not_manual() {
+    let mut run = action("spot-az", ActionKind::RunSpot, "1", 2, 100.0);
+    run.cloud = "azure".into();
+    run.region = "eastus".into();
+    run.zone = None;
+    run.instance_type = "Standard_ND96asr_v4".into();
+    run.start = "2027-01-20T00:00:00Z".into();
+    run.end = "2027-01-27T00:00:00Z".into();
+    let plan = plan(vec![run]);
+    let launch = BTreeMap::from([(
+        "h100".to_string(),
+        crate::config::LaunchSettings {
+            image: "microsoft-dsvm:ubuntu-hpc:2204:latest".into(),
+            subnets: vec!["/subscriptions/s/resourceGroups/n/providers/Microsoft.Network/virtualNetworks/v/subnets/gpu".into()],
+            security_groups: vec![],
+            max_size: None,
+        },
+    )]);
+    let todo = work::todo(&plan, &[], &crate::state::State::new(), &launch, t(NOW));
+    match todo.work.as_slice() {
+        [Work::Pool(p)] => {
+            assert_eq!(p.cloud, "azure");
+            assert_eq!(p.name, "gpucap-h100-eastus-standard-nd96asr-v4");
+            assert_eq!((p.on_demand, p.spot), (0, 2));
+        }
+        other => panic!("{other:#?}"),
+    }
 }
 
 #[test]

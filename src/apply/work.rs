@@ -11,8 +11,11 @@
 //!   gets one [`PoolWork`] with the size the plan runs *now* (on-demand and spot), so a pool
 //!   whose runs are over is scaled to zero by the same rule.
 //! - A release cancels the reservation its reserve action created, once its time has come.
-//! - What apply cannot do (commitments, clouds without an act provider, pools without launch
-//!   settings) is [`Work::Manual`], reported and counted as not done.
+//! - GCP capacity blocks are requested (future reservations in calendar mode, [`Work::Block`]
+//!   like every block; the executor sends them by name), and GCP commitments are signed
+//!   ([`Work::Commit`]); neither is ever released by apply.
+//! - What apply cannot do (commitments on AWS and Azure, clouds without an act provider, pools
+//!   without launch settings) is [`Work::Manual`], reported and counted as not done.
 
 use std::collections::BTreeMap;
 
@@ -29,8 +32,8 @@ use crate::timespec;
 pub const ACT_CLOUDS: &[&str] = &["aws", "azure", "gcp"];
 
 /// Why `gpucap apply` cannot carry out an action of `kind` (a run: the pool it runs in) on
-/// `cloud`, or `None` when it can. Commitments are never bought by apply, on any cloud (the
-/// caller says so itself).
+/// `cloud`, or `None` when it can. Commitments are signed by apply on GCP only ([`todo`] says
+/// so for the other clouds).
 pub fn cannot_act(cloud: &str, kind: ActionKind) -> Option<String> {
     match cloud {
         "aws" => None,
@@ -39,16 +42,15 @@ pub fn cannot_act(cloud: &str, kind: ActionKind) -> Option<String> {
             ActionKind::PurchaseCapacityBlock => Some(
                 "Azure sells no capacity blocks; buy this capacity by hand or re-plan without Azure blocks".into(),
             ),
-            ActionKind::RunOnDemand | ActionKind::RunSpot => Some(
-                "`gpucap apply` does not make Azure pools (VM scale sets) yet; use `gpucap generate` for azure".into(),
-            ),
+            ActionKind::RunOnDemand | ActionKind::RunSpot => None,
         },
         "gcp" => match kind {
-            ActionKind::Reserve | ActionKind::Release | ActionKind::Commit => None,
-            ActionKind::PurchaseCapacityBlock => Some(
-                "`gpucap apply` does not buy GCP capacity blocks (future reservations in calendar mode) yet; request the future reservation by hand or re-plan without GCP blocks".into(),
-            ),
-            ActionKind::RunOnDemand | ActionKind::RunSpot => None,
+            ActionKind::Reserve
+            | ActionKind::Release
+            | ActionKind::Commit
+            | ActionKind::PurchaseCapacityBlock
+            | ActionKind::RunOnDemand
+            | ActionKind::RunSpot => None,
         },
         _ => Some(format!(
             "`gpucap apply` acts on AWS, Azure and GCP only so far; use `gpucap generate` for {cloud}"
@@ -63,6 +65,8 @@ pub enum Work {
     Block(Part),
     /// Create a capacity reservation.
     Reserve(Part),
+    /// Sign a commitment (GCP `regionCommitments.insert`): irreversible, never released.
+    Commit(Part),
     /// Cancel a reservation gpucap created, its planned end having come.
     Release {
         action: String,
@@ -83,7 +87,7 @@ impl Work {
     /// The plan action (or pool) this work is for, as progress lines name it.
     pub fn label(&self) -> &str {
         match self {
-            Work::Block(p) | Work::Reserve(p) => &p.id,
+            Work::Block(p) | Work::Reserve(p) | Work::Commit(p) => &p.id,
             Work::Release { action, .. } | Work::Manual { action, .. } => action,
             Work::Pool(p) => &p.name,
             Work::ScaleToZero { resource, .. } => &resource.id,
@@ -152,6 +156,8 @@ pub fn todo(
     now: DateTime<Utc>,
 ) -> Todo {
     let mut out = Todo::default();
+    // Commitments go after the reservations they are attached to (GCP).
+    let mut commitments = Vec::new();
     for d in due {
         let a = d.action;
         let manual = |reason: String| Work::Manual {
@@ -202,13 +208,31 @@ pub fn todo(
                     out.already_done.push(a.id.clone());
                 }
             }
+            ActionKind::Commit if a.cloud == "gcp" => {
+                let done = state.resources.iter().any(|r| {
+                    r.action == a.id && r.kind == ResourceKind::Commitment && live(r)
+                });
+                if done {
+                    out.already_done.push(a.id.clone());
+                } else {
+                    commitments.push(Work::Commit(Part {
+                        id: a.id.clone(),
+                        action: a.clone(),
+                        instances: a.instances,
+                        start: d.start,
+                        end: d.end,
+                        planned_cost: a.cost,
+                    }));
+                }
+            }
             ActionKind::Commit => out.work.push(manual(
-                "commitments (savings plans, reserved-instance terms) are signed by a person or by the generated Terraform; `gpucap apply` does not buy them".into(),
+                "commitments (savings plans, reserved-instance terms) are signed by a person or by the generated Terraform; `gpucap apply` signs them on GCP only".into(),
             )),
             ActionKind::RunOnDemand | ActionKind::RunSpot => {}
             ActionKind::Release => {}
         }
     }
+    out.work.extend(commitments);
     out.work.extend(releases(plan, state, now));
     out.work.extend(pools(plan, state, launch, now));
     out
@@ -234,8 +258,13 @@ fn releases(plan: &Plan, state: &State, now: DateTime<Utc>) -> Vec<Work> {
         }) else {
             continue;
         };
+        // An irreversible reservation is attached to a commitment (GCP): it lives as long as
+        // the commitment, and is not gpucap's to cancel.
         for r in state.resources.iter().filter(|r| {
-            r.kind == ResourceKind::Reservation && belongs_to(r, &reserve.id) && live(r)
+            r.kind == ResourceKind::Reservation
+                && belongs_to(r, &reserve.id)
+                && live(r)
+                && !r.irreversible
         }) {
             if r.status == ResourceStatus::Expired {
                 continue;

@@ -328,8 +328,8 @@ mod tests {
             "calendars/x.yaml"
         );
         assert_eq!(
-            name("/repo/infra", "/repo/infra/../shared/f.csv"),
-            "../shared/f.csv"
+            name("/repo/infra", "/repo/infra/../common/f.csv"),
+            "../common/f.csv"
         );
         assert_eq!(name("infra", "/tmp/show.json"), "/tmp/show.json");
     }

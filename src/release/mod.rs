@@ -155,11 +155,14 @@ async fn run_locked(r: &Run<'_>, guard: Option<&LockGuard>) -> Result<Summary, A
         .collect();
     let mut observed = Vec::with_capacity(live.len());
     for resource in live {
-        let ask = matches!(
+        // GCP capacity blocks (future reservations) can be cancelled for a while: asked too.
+        let requested_block = resource.kind == ResourceKind::CapacityBlock
+            && resource.cloud == gpucap_provider::Cloud::Gcp;
+        let ask = (matches!(
             resource.kind,
             ResourceKind::Reservation | ResourceKind::Pool
-        ) && (resource.end.is_none_or(|end| end > now)
-            || select::lives_past_its_end(&resource));
+        ) || requested_block)
+            && (resource.end.is_none_or(|end| end > now) || select::lives_past_its_end(&resource));
         let cloud = if !ask {
             Lookup::NotAsked
         } else {

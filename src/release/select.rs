@@ -9,7 +9,12 @@
 //!   state's `gpucap:action`), the lookup failed, or `release` cannot act on its cloud. gpucap
 //!   never modifies what it did not create.
 //! - **Owed**: capacity blocks and commitments cannot be cancelled. They are reported with what
-//!   they cost and the part of it that pays for time still ahead.
+//!   they cost and the part of it that pays for time still ahead. The one exception is a GCP
+//!   capacity block (a future reservation in calendar mode): Compute Engine lets it be
+//!   cancelled while its start is at least
+//!   [`GCP_CALENDAR_CANCEL_NOTICE_DAYS`](gpucap_provider::purchase_rules::GCP_CALENDAR_CANCEL_NOTICE_DAYS)
+//!   days away and it is not locked, so one no campaign needs is cancelled then; after that it
+//!   is owed like any block. Commitments never are.
 //! - **Reservations** are cancelled only when no campaign in the calendar needs them for the rest
 //!   of their window *and* the cloud has reported them unused (no instance running in them) for
 //!   at least `release.idle_after`. Idle detection fails safe: a cloud that does not say how
@@ -155,6 +160,9 @@ fn decide(o: &Observed, need: &Need<'_>, rules: Rules) -> Item {
             format!("its window ended at {}", rfc3339(end)),
         );
     }
+    if r.kind == ResourceKind::CapacityBlock && r.cloud == Cloud::Gcp {
+        return requested_block(o, need, rules, item);
+    }
     if matches!(
         r.kind,
         ResourceKind::CapacityBlock | ResourceKind::Commitment
@@ -249,6 +257,108 @@ fn decide(o: &Observed, need: &Need<'_>, rules: Rules) -> Item {
     }
 }
 
+/// A GCP future reservation in calendar mode: cancelled when no campaign needs its window and
+/// Compute Engine still allows it (start at least the notice period away, not locked); owed
+/// otherwise.
+fn requested_block(
+    o: &Observed,
+    need: &Need<'_>,
+    rules: Rules,
+    item: impl Fn(Decision, String) -> Item,
+) -> Item {
+    let r = &o.resource;
+    let now = rules.now;
+    let notice =
+        chrono::Duration::days(gpucap_provider::purchase_rules::GCP_CALENDAR_CANCEL_NOTICE_DAYS);
+    let owed = |why: String| {
+        let ahead = r.cost * share_ahead(r, now);
+        item(
+            Decision::Owed {
+                cost: r.cost,
+                ahead,
+            },
+            format!(
+                "a GCP capacity block can no longer be cancelled ({why}): ${:.2} committed, ${ahead:.2} of it for the time until {}",
+                r.cost,
+                r.end.map_or("its end".to_string(), rfc3339)
+            ),
+        )
+    };
+    let Some(start) = r.start else {
+        return owed("its start is not recorded".into());
+    };
+    let last_chance = start - notice;
+    if now >= last_chance {
+        return owed(format!(
+            "Compute Engine allows it only while the start, {}, is at least {} days away, that is until {}",
+            rfc3339(start),
+            notice.num_days(),
+            rfc3339(last_chance)
+        ));
+    }
+    let found = match &o.cloud {
+        Lookup::Found(c) => c,
+        Lookup::Missing => {
+            return item(
+                Decision::Ended {
+                    status: ResourceStatus::Released,
+                },
+                "it no longer exists in the cloud".into(),
+            );
+        }
+        Lookup::Failed(e) => {
+            return item(Decision::LeftAlone, format!("could not look it up: {e}"));
+        }
+        Lookup::NoProvider | Lookup::NotAsked => {
+            return item(
+                Decision::LeftAlone,
+                format!(
+                    "`gpucap release` cannot ask {} about it in this run; cancel it by hand before {} if no campaign needs it",
+                    r.cloud,
+                    rfc3339(last_chance)
+                ),
+            );
+        }
+    };
+    if let Some(why) = not_ours(r, found) {
+        return item(Decision::LeftAlone, why);
+    }
+    match found.state.as_str() {
+        "cancelled" => {
+            return item(
+                Decision::Ended {
+                    status: ResourceStatus::Released,
+                },
+                "the cloud says it was cancelled".into(),
+            );
+        }
+        "failed" => {
+            return item(
+                Decision::Ended {
+                    status: ResourceStatus::Expired,
+                },
+                "the cloud says it was declined or failed".into(),
+            );
+        }
+        "locked" | "active" => {
+            return owed(format!("the cloud says it is {}", found.state));
+        }
+        _ => {}
+    }
+    if let Some(n) = need.of(r, start.max(now), r.end) {
+        return item(Decision::Keep, format!("{n}"));
+    }
+    item(
+        Decision::Cancel,
+        format!(
+            "no campaign needs it from {} to {}; Compute Engine lets it be cancelled until {}",
+            rfc3339(start),
+            r.end.map_or("its end".to_string(), rfc3339),
+            rfc3339(last_chance)
+        ),
+    )
+}
+
 fn reservation(
     r: &ManagedResource,
     found: &CloudResource,
@@ -338,6 +448,7 @@ fn words(kind: ResourceKind) -> &'static str {
     match kind {
         ResourceKind::CapacityBlock => "a capacity block",
         ResourceKind::Commitment => "a commitment",
+        ResourceKind::Reservation => "a reservation attached to a commitment",
         _ => "it",
     }
 }

@@ -407,3 +407,100 @@ fn an_azure_reservation_past_its_planned_end_is_not_taken_for_ended() {
     );
     assert!(matches!(ended[0].decision, Decision::Ended { .. }));
 }
+
+/// A GCP capacity block (a future reservation in calendar mode) gpucap made for an H100
+/// window, as the state records it.
+fn gcp_block(id: &str, start: &str, end: &str) -> ManagedResource {
+    let mut r = managed(id, ResourceKind::CapacityBlock, start, Some(end));
+    r.cloud = Cloud::Gcp;
+    r.region = "us-central1".into();
+    r.zone = Some("us-central1-a".into());
+    r.instance_type = "a3-highgpu-8g".into();
+    r.pool = None;
+    r
+}
+
+#[test]
+fn a_gcp_block_is_cancelled_only_before_its_notice_period_and_a_commitment_never() {
+    let now = at(NOW);
+    let curve = demand(now);
+    let need = Need::new(&curve);
+    let rules = Rules {
+        now,
+        idle_after: Duration::hours(1),
+    };
+    let observed = |r: ManagedResource, state: &str, ours: bool| {
+        let mut c = cloud_copy(&r, None, ours);
+        c.state = state.into();
+        Observed {
+            resource: r,
+            cloud: Lookup::Found(c),
+        }
+    };
+    // Starts 2027-03-10, 66 days ahead: no campaign needs it, Compute Engine still allows it.
+    let far = gcp_block(
+        "us-central1-a/gpucap-far",
+        "2027-03-10T00:00:00Z",
+        "2027-03-20T00:00:00Z",
+    );
+    // Starts 2027-01-20, 17 days ahead: inside the 30-day notice.
+    let near = gcp_block(
+        "us-central1-a/gpucap-near",
+        "2027-01-20T00:00:00Z",
+        "2027-01-30T00:00:00Z",
+    );
+    let locked = gcp_block(
+        "us-central1-a/gpucap-locked",
+        "2027-03-10T00:00:00Z",
+        "2027-03-20T00:00:00Z",
+    );
+    let theirs = gcp_block(
+        "us-central1-a/gpucap-theirs",
+        "2027-03-10T00:00:00Z",
+        "2027-03-20T00:00:00Z",
+    );
+    let mut commitment = gcp_block(
+        "us-central1/gpucap-commit",
+        "2027-01-01T00:00:00Z",
+        "2028-01-01T00:00:00Z",
+    );
+    commitment.kind = ResourceKind::Commitment;
+    commitment.irreversible = true;
+    let items = select::select(
+        &[
+            observed(far, "scheduled", true),
+            observed(near, "scheduled", true),
+            observed(locked, "locked", true),
+            observed(theirs, "scheduled", false),
+            observed(commitment, "active", true),
+        ],
+        &need,
+        rules,
+    );
+    let by = |id: &str| items.iter().find(|i| i.id.ends_with(id)).unwrap();
+    assert_eq!(by("far").decision, Decision::Cancel, "{:?}", by("far"));
+    assert!(
+        by("far").reason.contains("2027-02-08"),
+        "{}",
+        by("far").reason
+    );
+    for id in ["near", "locked"] {
+        assert!(
+            matches!(by(id).decision, Decision::Owed { cost, .. } if cost == 7000.0),
+            "{:?}",
+            by(id)
+        );
+        assert!(
+            by(id).reason.contains("can no longer be cancelled"),
+            "{}",
+            by(id).reason
+        );
+    }
+    assert!(
+        by("near").reason.contains("30 days"),
+        "{}",
+        by("near").reason
+    );
+    assert_eq!(by("theirs").decision, Decision::LeftAlone);
+    assert!(matches!(by("commit").decision, Decision::Owed { .. }));
+}

@@ -34,6 +34,10 @@ pub enum Step {
     Failed,
     /// Nobody knows whether the cloud acted (timeout, reset, 5xx after sending).
     Unknown,
+    /// The cloud took the call and carries it out as a long-running operation, named in
+    /// `request_id` (GCP: `zones/{zone}/operations/{name}`); the call waits for it. A run
+    /// killed here settles the call by waiting on that operation first.
+    Operation,
     /// Settled after the fact by looking in the cloud: `resource_id` is set when it was found,
     /// absent when the call is proven not to have happened.
     Reconciled,
@@ -48,12 +52,16 @@ impl Step {
             Step::Failed => "failed",
             Step::Unknown => "unknown",
             Step::Reconciled => "reconciled",
+            Step::Operation => "operation",
         }
     }
 
     /// Whether an intent whose last step is this one must be reconciled before anything else.
     pub fn is_unresolved(self) -> bool {
-        matches!(self, Step::Intent | Step::Sent | Step::Unknown)
+        matches!(
+            self,
+            Step::Intent | Step::Sent | Step::Unknown | Step::Operation
+        )
     }
 }
 
@@ -313,7 +321,7 @@ pub fn fold(records: &[JournalRecord]) -> Vec<&JournalRecord> {
 }
 
 /// The latest record of every intent that must be reconciled before anything else is sent:
-/// its last step is `intent`, `sent` or `unknown`.
+/// its last step is `intent`, `sent`, `unknown` or `operation`.
 pub fn unresolved(records: &[JournalRecord]) -> Vec<&JournalRecord> {
     fold(records)
         .into_iter()

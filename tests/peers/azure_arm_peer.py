@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """A local Azure Resource Manager peer for gpucap's tests: an HTTP server that answers the
-Microsoft.Compute capacity reservation APIs (api-version 2024-07-01) in the documented JSON,
-runs their long-running operations (Azure-AsyncOperation / Location polling), keeps its own
-record of everything created, and injects faults on request.
+Microsoft.Compute capacity reservation and virtual machine scale set APIs (api-version
+2024-07-01) in the documented JSON, runs their long-running operations (Azure-AsyncOperation /
+Location polling), keeps its own record of everything created, and injects faults on request.
 
-Why it exists: there is no Azure emulator for capacity reservations, and gpucap's apply must
-be tested against throttling, allocation failures and a response lost after ARM acted. The
-formats replayed are summarised, with their sources, in docs/azure-capacity-api.md.
+Why it exists: there is no Azure emulator for capacity reservations or scale sets, and
+gpucap's apply must be tested against throttling, allocation failures, stockouts and a
+response lost after ARM acted. The formats replayed are summarised, with their sources, in
+docs/azure-capacity-api.md.
 
 Served (SUB = /subscriptions/{s}/resourceGroups/{rg}/providers/Microsoft.Compute):
   PUT    SUB/capacityReservationGroups/{g}                  200/201, synchronous
@@ -25,6 +26,26 @@ Served (SUB = /subscriptions/{s}/resourceGroups/{rg}/providers/Microsoft.Compute
   DELETE …/capacityReservations/{r}                          202 + Location (LRO); 409
                                                            OperationNotAllowed while a VM is
                                                            associated; 204 when absent
+  PUT    SUB/virtualMachineScaleSets/{n}                    flexible orchestration only: 201 (new)
+                                                           / 200 (existing), provisioningState
+                                                           Creating or Updating, LRO headers;
+                                                           409 Conflict while an operation runs;
+                                                           400 for a body ARM would refuse (no
+                                                           platformFaultDomainCount, image,
+                                                           subnet, SSH key, Spot without
+                                                           evictionPolicy, Spot with a capacity
+                                                           reservation group, …)
+  GET    SUB/virtualMachineScaleSets/{n}                    the scale set / 404 ResourceNotFound
+  GET    SUB/virtualMachineScaleSets                        {"value": [...]}
+  PATCH  SUB/virtualMachineScaleSets/{n}                    {"sku": {"capacity": N}}, "tags": 200
+                                                           + LRO. When the operation ends, the
+                                                           scale set's VMs are made or deleted
+                                                           to match `sku.capacity` (Failed VMs
+                                                           are replaced first)
+  GET    SUB/virtualMachines?$filter='virtualMachineScaleSet/id' eq '{id}'[&$expand=instanceView]
+         the VMs of a flexible scale set ({"value", "nextLink"?}, `page_size` a page); a new
+         VM is Creating for its first `vm_polls` lists (default 1), then Succeeded and
+         PowerState/running
   GET    /subscriptions/{s}/providers/Microsoft.Compute/locations/{l}/operations/{id}
          {"name", "startTime", "status": "InProgress"|"Succeeded"|"Failed", "endTime"?,
           "error"?: {"code", "message"}}
@@ -45,8 +66,12 @@ Control API (JSON, not part of ARM):
                        "faults": [{"op", "call", "fault"}], "fault_counts": {fault: n},
                        "created": {name: n}  (how often a reservation of that name came
                        into existence), "puts": {name: n}, "deleted": {name: n},
-                       "tokens": n (token grants), "reservations": [...] (as GET shows them)}
-  POST /_peer/config   {"lro_polls": 2, "retry_after": 0, "resource_groups": null | [names]}
+                       "tokens": n (token grants), "reservations": [...] (as GET shows them),
+                       "scale_sets": [...] (as GET shows them), "vms": [...] (with instance
+                       view), "scale_set_created": {name: n}, "scale_set_puts": {name: n},
+                       "scale_set_patches": {name: n}, "vms_created": n}
+  POST /_peer/config   {"lro_polls": 2, "retry_after": 0, "resource_groups": null | [names],
+                        "vm_polls": 1, "page_size": 50}
                        (with a list, ARM calls in any other resource group answer 404
                        ResourceGroupNotFound)
   POST /_peer/faults   {"seed": 7, "rules": [RULE, ...]} replaces the rules
@@ -56,10 +81,14 @@ Control API (JSON, not part of ARM):
   POST /_peer/seed     {"group", "name", "location", "sku", "capacity", "zones", "tags"}
                        creates a Succeeded reservation (and its group) as another client
                        would, without gpucap's tags unless given
+  POST /_peer/seed_scale_set {"name", "location", "sku", "capacity", "tags"} creates a
+                       Succeeded flexible scale set with that many running VMs, as another
+                       client would
 
 A RULE is {"fault": KIND, ...}. OP names are `PUT group`, `GET group`, `LIST groups`,
 `PUT reservation`, `GET reservation`, `LIST reservations`, `PATCH reservation`,
-`DELETE reservation`, `GET operation`, `GET operationResult`, `token`. Transport faults match
+`DELETE reservation`, `PUT scaleset`, `GET scaleset`, `LIST scalesets`, `PATCH scaleset`,
+`LIST vms`, `GET operation`, `GET operationResult`, `token`. Transport faults match
 on "op" (a name, a list, or "*"/absent for any), optional "calls" (1-based indices of that
 op's calls), "probability" (0..1, seeded) and "times":
   "throttle"       429 TooManyRequests with `Retry-After: <"retry_after", default 1>`
@@ -72,6 +101,11 @@ State faults:
                    SkuNotAvailable}: a reservation PUT/PATCH that matches is accepted and its
                    operation ends Failed with that error; the reservation is left Failed
   "quota"          {"sku"?}: a matching PUT answers 409 OperationNotAllowed (cores quota)
+  "stockout"       {"sku"?, "priority"?: Regular|Spot, "available": N, "code"?:
+                   AllocationFailed|ZonalAllocationFailed|SkuNotAvailable}: at most N VMs of
+                   that size (and priority) run in the peer; a scale set operation that would
+                   make more leaves the rest Failed (their instance view says why) and ends
+                   Failed with that error
 
 Usage: azure_arm_peer.py [--port 0] [--exit-on-stdin-eof]. Binds 127.0.0.1, prints the
 port as the first line of stdout. Python 3 standard library only.
@@ -95,7 +129,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 API_VERSION = "2024-07-01"
 TRANSPORT_FAULTS = {"throttle", "status", "reset", "latency", "drop_response"}
-STATE_FAULTS = {"allocation", "quota"}
+STATE_FAULTS = {"allocation", "quota", "stockout"}
 
 SUB_RE = re.compile(
     r"^/subscriptions/(?P<sub>[^/]+)/resourceGroups/(?P<rg>[^/]+)/providers/Microsoft\.Compute/"
@@ -107,6 +141,17 @@ OP_RE = re.compile(
     r"(?P<kind>operations|operationResults)/(?P<id>[^/]+)$",
     re.IGNORECASE,
 )
+VMSS_RE = re.compile(
+    r"^/subscriptions/(?P<sub>[^/]+)/resourceGroups/(?P<rg>[^/]+)/providers/Microsoft\.Compute/"
+    r"virtualMachineScaleSets(?:/(?P<name>[^/]+))?$",
+    re.IGNORECASE,
+)
+VMS_RE = re.compile(
+    r"^/subscriptions/(?P<sub>[^/]+)/resourceGroups/(?P<rg>[^/]+)/providers/Microsoft\.Compute/"
+    r"virtualMachines$",
+    re.IGNORECASE,
+)
+SCALE_SET_OPS = {"PUT scaleset", "GET scaleset", "LIST scalesets", "PATCH scaleset", "LIST vms"}
 TOKEN_RE = re.compile(r"^/(?P<tenant>[^/]+)/oauth2/v2\.0/token$")
 
 
@@ -129,12 +174,17 @@ class Peer:
         self.lro_polls = 2
         self.retry_after = 0
         self.resource_groups = None  # None: every resource group exists
+        self.vm_polls = 1
+        self.page_size = 50
         self.reset_locked()
 
     def reset_locked(self):
         self.groups = {}  # (rg, group) -> dict
         self.reservations = {}  # (rg, group, name) -> dict
         self.operations = {}  # id -> dict
+        self.scale_sets = {}  # (rg, name) -> dict
+        self.vms = {}  # (rg, vm name) -> dict
+        self.vm_seq = 0
         self.rules = []
         self.fired = []
         self.rng = random.Random(0)
@@ -148,6 +198,10 @@ class Peer:
             "puts": {},
             "deleted": {},
             "tokens": 0,
+            "scale_set_created": {},
+            "scale_set_puts": {},
+            "scale_set_patches": {},
+            "vms_created": 0,
         }
 
     # ---- control -------------------------------------------------------------------------
@@ -156,6 +210,8 @@ class Peer:
         with self.lock:
             self.lro_polls = int(cfg.get("lro_polls", self.lro_polls))
             self.retry_after = int(cfg.get("retry_after", self.retry_after))
+            self.vm_polls = int(cfg.get("vm_polls", self.vm_polls))
+            self.page_size = max(1, int(cfg.get("page_size", self.page_size)))
             if "resource_groups" in cfg:
                 rgs = cfg["resource_groups"]
                 self.resource_groups = None if rgs is None else [g.lower() for g in rgs]
@@ -175,6 +231,8 @@ class Peer:
             doc = json.loads(json.dumps(self.record))
             doc["reservations"] = [self.view(r, True) for r in self.reservations.values()]
             doc["groups"] = [self.group_view(g) for g in self.groups.values()]
+            doc["scale_sets"] = [self.scale_set_view(v) for _, v in sorted(self.scale_sets.items())]
+            doc["vms"] = [self.vm_view(v, True) for _, v in sorted(self.vms.items())]
             return doc
 
     def set_usage(self, doc):
@@ -200,6 +258,24 @@ class Peer:
             )
             r["state"] = "Succeeded"
             return {"id": r["id"], "group": g["id"]}
+
+    def seed_scale_set(self, doc):
+        with self.lock:
+            sub, rg = doc.get("subscription", "sub"), doc.get("resource_group", "rg")
+            profile = {"priority": doc.get("priority", "Regular")}
+            s = self.new_scale_set_locked(sub, rg, doc["name"], doc["location"], doc["sku"],
+                                          int(doc.get("capacity", 0)), doc.get("zones"),
+                                          doc.get("tags", {}), profile)
+            # Not gpucap's doing: kept out of the record of what was created.
+            del self.record["scale_set_created"][s["name"]]
+            made = self.record["vms_created"]
+            self.reconcile_vms_locked(s)
+            self.record["vms_created"] = made
+            for vm in self.vms_of_locked(s):
+                vm["polls_left"] = 0
+                vm["state"] = "Succeeded" if vm["state"] == "Creating" else vm["state"]
+            s["state"] = "Succeeded"
+            return {"id": s["id"]}
 
     # ---- faults --------------------------------------------------------------------------
 
@@ -356,9 +432,21 @@ class Peer:
         op["polls"] += 1
         if op["polls"] < self.lro_polls:
             return
+        op["end"] = iso()
+        if op["kind"] == "vmss":
+            s = self.scale_sets.get(op["target"][1:])
+            error = self.reconcile_vms_locked(s) if s is not None else None
+            if error is None:
+                op["status"] = "Succeeded"
+                if s is not None:
+                    s["state"] = "Succeeded"
+            else:
+                op["status"] = "Failed"
+                op["error"] = error
+                s["state"] = "Failed"
+            return
         outcome = op["outcome"]
         r = self.reservations.get(op["target"])
-        op["end"] = iso()
         if outcome is None:
             op["status"] = "Succeeded"
             if op["kind"] == "delete":
@@ -373,6 +461,143 @@ class Peer:
             op["error"] = outcome
             if r is not None:
                 r["state"] = "Failed"
+
+
+    # ---- scale sets ----------------------------------------------------------------------
+
+    def scale_set_id(self, sub, rg, name):
+        return "/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Compute/virtualMachineScaleSets/%s" % (
+            sub, rg, name)
+
+    def new_scale_set_locked(self, sub, rg, name, location, sku, capacity, zones, tags, profile):
+        s = {
+            "sub": sub, "rg": rg, "name": name, "location": location, "sku": sku,
+            "capacity": capacity, "zones": zones or None, "tags": tags or {}, "profile": profile,
+            "state": "Creating", "unique_id": str(uuid.uuid4()), "created": iso(),
+            "id": self.scale_set_id(sub, rg, name),
+        }
+        self.scale_sets[(rg.lower(), name.lower())] = s
+        self.record["scale_set_created"][name] = self.record["scale_set_created"].get(name, 0) + 1
+        return s
+
+    def scale_set_view(self, s):
+        profile = json.loads(json.dumps(s["profile"]))
+        profile.get("osProfile", {}).pop("adminPassword", None)  # never returned
+        doc = {
+            "name": s["name"],
+            "id": s["id"],
+            "type": "Microsoft.Compute/virtualMachineScaleSets",
+            "location": s["location"],
+            "tags": s["tags"],
+            "sku": {"name": s["sku"], "tier": "Standard", "capacity": s["capacity"]},
+            "properties": {
+                "orchestrationMode": "Flexible",
+                "platformFaultDomainCount": 1,
+                "singlePlacementGroup": False,
+                "provisioningState": s["state"],
+                "uniqueId": s["unique_id"],
+                "timeCreated": s["created"],
+                "virtualMachineProfile": profile,
+            },
+        }
+        if s["zones"]:
+            doc["zones"] = s["zones"]
+        return doc
+
+    def vms_of_locked(self, s):
+        key = (s["rg"].lower(), s["name"].lower())
+        return sorted((v for v in self.vms.values() if v["vmss"] == key), key=lambda v: v["seq"])
+
+    def stockout_locked(self, s):
+        """The stockout rule that stops one more VM of this scale set, or None."""
+        priority = s["profile"].get("priority") or "Regular"
+        for rule in self.rules:
+            if rule["fault"] != "stockout":
+                continue
+            if "sku" in rule and rule["sku"].lower() != s["sku"].lower():
+                continue
+            if "priority" in rule and rule["priority"] != priority:
+                continue
+            same = [v for v in self.vms.values() if v["state"] != "Failed"
+                    and v["sku"].lower() == s["sku"].lower()
+                    and ("priority" not in rule or v["priority"] == rule["priority"])]
+            if len(same) >= int(rule.get("available", 0)):
+                return rule
+        return None
+
+    def reconcile_vms_locked(self, s):
+        """Makes or deletes VMs to match the scale set's capacity; the error of the first VM
+        that could not be made, or None."""
+        for vm in [v for v in self.vms_of_locked(s) if v["state"] == "Failed"]:
+            del self.vms[(vm["rg"].lower(), vm["name"].lower())]
+        live = self.vms_of_locked(s)
+        while len(live) > s["capacity"]:
+            vm = live.pop()
+            del self.vms[(vm["rg"].lower(), vm["name"].lower())]
+        error = None
+        while len(live) < s["capacity"]:
+            self.vm_seq += 1
+            name = "%s_%08x" % (s["name"], self.vm_seq)
+            rule = self.stockout_locked(s)
+            vm = {
+                "sub": s["sub"], "rg": s["rg"], "name": name, "vmss": (s["rg"].lower(), s["name"].lower()),
+                "vmss_id": s["id"], "location": s["location"], "zones": s["zones"], "sku": s["sku"],
+                "priority": s["profile"].get("priority") or "Regular", "seq": self.vm_seq,
+                "state": "Creating", "polls_left": self.vm_polls, "error": None, "vm_id": str(uuid.uuid4()),
+                "id": "/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Compute/virtualMachines/%s" % (
+                    s["sub"], s["rg"], name),
+            }
+            if rule is not None:
+                code = rule.get("code", "ZonalAllocationFailed" if s["zones"] else "AllocationFailed")
+                vm["state"] = "Failed"
+                vm["error"] = {
+                    "code": code,
+                    "message": "Allocation failed. We do not have sufficient capacity for the requested VM size %s in this %s. Read more about improving likelihood of allocation success at http://aka.ms/allocation-guidance" % (s["sku"], "zone" if s["zones"] else "region"),
+                }
+                self.count_fault_locked("state", 0, "stockout")
+                error = error or vm["error"]
+            else:
+                self.record["vms_created"] += 1
+            self.vms[(s["rg"].lower(), name.lower())] = vm
+            live.append(vm)
+        return error
+
+    def vm_view(self, vm, instance_view):
+        props = {
+            "provisioningState": vm["state"],
+            "vmId": vm["vm_id"],
+            "priority": vm["priority"],
+            "hardwareProfile": {"vmSize": vm["sku"]},
+            "virtualMachineScaleSet": {"id": vm["vmss_id"]},
+        }
+        if instance_view:
+            if vm["state"] == "Failed":
+                statuses = [{
+                    "code": "ProvisioningState/failed/%s" % vm["error"]["code"],
+                    "level": "Error",
+                    "displayStatus": "Provisioning failed",
+                    "message": vm["error"]["message"],
+                }]
+            elif vm["state"] == "Creating":
+                statuses = [{"code": "ProvisioningState/creating", "level": "Info",
+                             "displayStatus": "Creating"}]
+            else:
+                statuses = [
+                    {"code": "ProvisioningState/succeeded", "level": "Info",
+                     "displayStatus": "Provisioning succeeded"},
+                    {"code": "PowerState/running", "level": "Info", "displayStatus": "VM running"},
+                ]
+            props["instanceView"] = {"computerName": vm["name"], "statuses": statuses}
+        doc = {
+            "name": vm["name"],
+            "id": vm["id"],
+            "type": "Microsoft.Compute/virtualMachines",
+            "location": vm["location"],
+            "properties": props,
+        }
+        if vm["zones"]:
+            doc["zones"] = vm["zones"]
+        return doc
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -428,6 +653,8 @@ class Handler(BaseHTTPRequestHandler):
                     self.peer.reset_locked()
             elif self.path.startswith("/_peer/usage"):
                 self.peer.set_usage(doc)
+            elif self.path.startswith("/_peer/seed_scale_set"):
+                return self.send_json(200, self.peer.seed_scale_set(doc))
             elif self.path.startswith("/_peer/seed"):
                 return self.send_json(200, self.peer.seed(doc))
             else:
@@ -449,6 +676,14 @@ class Handler(BaseHTTPRequestHandler):
         if m and self.command == "GET":
             kind = "GET operation" if m.group("kind").lower() == "operations" else "GET operationResult"
             return kind, m, query
+        m = VMSS_RE.match(path)
+        if m:
+            if m.group("name"):
+                return ("%s scaleset" % self.command if self.command in ("GET", "PUT", "PATCH") else "BAD"), m, query
+            return ("LIST scalesets" if self.command == "GET" else "BAD"), m, query
+        m = VMS_RE.match(path)
+        if m:
+            return ("LIST vms" if self.command == "GET" else "BAD"), m, query
         m = SUB_RE.match(path)
         if m:
             if m.group("name"):
@@ -511,9 +746,11 @@ class Handler(BaseHTTPRequestHandler):
             if op in ("GET operation", "GET operationResult"):
                 return self.operation(op, m)
             sub, rg = m.group("sub"), m.group("rg")
-            group = m.group("group")
             if p.resource_groups is not None and rg.lower() not in p.resource_groups:
                 raise ArmError(404, "ResourceGroupNotFound", "Resource group '%s' could not be found." % rg)
+            if op in SCALE_SET_OPS:
+                return self.scale_set_op(op, m, query, doc)
+            group = m.group("group")
             if op == "LIST groups":
                 items = [p.group_view(g) for (grg, _), g in sorted(p.groups.items()) if grg == rg.lower()]
                 return 200, {"value": items}, {}
@@ -579,6 +816,133 @@ class Handler(BaseHTTPRequestHandler):
                 op_id = p.new_operation_locked(sub, r["location"], "delete", rkey, None)
                 return 202, None, self.lro_headers(sub, r["location"], op_id)
         raise ArmError(405, "MethodNotAllowed", "%s is not supported here" % op)
+
+    def scale_set_op(self, op, m, query, doc):
+        p = self.peer
+        sub, rg = m.group("sub"), m.group("rg")
+        if op == "LIST scalesets":
+            items = [p.scale_set_view(s) for (srg, _), s in sorted(p.scale_sets.items()) if srg == rg.lower()]
+            return 200, {"value": items}, {}
+        if op == "LIST vms":
+            return self.list_vms(sub, rg, query)
+        name = m.group("name")
+        key = (rg.lower(), name.lower())
+        if op == "GET scaleset":
+            p.observe_locked(("vmss",) + key)
+        s = p.scale_sets.get(key)
+        not_found = ArmError(404, "ResourceNotFound", "The Resource 'Microsoft.Compute/virtualMachineScaleSets/%s' under resource group '%s' was not found." % (name, rg))
+        if op == "GET scaleset":
+            if s is None:
+                raise not_found
+            return 200, p.scale_set_view(s), {}
+        if op == "PATCH scaleset":
+            if s is None:
+                raise not_found
+            p.record["scale_set_patches"][s["name"]] = p.record["scale_set_patches"].get(s["name"], 0) + 1
+            if s["state"] in ("Creating", "Updating", "Deleting"):
+                raise ArmError(409, "Conflict", "Operation on the resource is not allowed: another operation is in progress.")
+            sku = doc.get("sku") or {}
+            if "capacity" in sku:
+                s["capacity"] = int(sku["capacity"])
+            if "tags" in doc:
+                s["tags"] = doc["tags"]
+            s["state"] = "Updating"
+            op_id = p.new_operation_locked(sub, s["location"], "vmss", ("vmss",) + key, None)
+            return 200, p.scale_set_view(s), self.lro_headers(sub, s["location"], op_id)
+        # PUT
+        self.check_scale_set_body(sub, rg, doc)
+        p.record["scale_set_puts"][name] = p.record["scale_set_puts"].get(name, 0) + 1
+        if s is not None and s["state"] in ("Creating", "Updating", "Deleting"):
+            raise ArmError(409, "Conflict", "Operation on the resource is not allowed: another operation is in progress.")
+        profile = doc["properties"]["virtualMachineProfile"]
+        capacity = int(doc["sku"].get("capacity", 0))
+        if s is None:
+            s = p.new_scale_set_locked(sub, rg, name, doc["location"], doc["sku"]["name"], capacity,
+                                       doc.get("zones"), doc.get("tags"), profile)
+            status = 201
+        else:
+            if s["location"] != doc["location"]:
+                raise ArmError(409, "InvalidResourceLocation", "The resource already exists in location %s." % s["location"])
+            s.update({"sku": doc["sku"]["name"], "capacity": capacity, "tags": doc.get("tags", s["tags"]),
+                      "profile": profile, "state": "Updating"})
+            status = 200
+        op_id = p.new_operation_locked(sub, doc["location"], "vmss", ("vmss",) + key, None)
+        return status, p.scale_set_view(s), self.lro_headers(sub, doc["location"], op_id)
+
+    def check_scale_set_body(self, sub, rg, doc):
+        """Refuses what ARM refuses for a flexible scale set with a VM profile."""
+        def bad(message):
+            raise ArmError(400, "InvalidParameter", message)
+        for field in ("location", "sku"):
+            if field not in doc:
+                bad("Required parameter '%s' is missing (null)." % field)
+        if not (doc["sku"] or {}).get("name"):
+            bad("Required parameter 'sku.name' is missing (null).")
+        props = doc.get("properties") or {}
+        if props.get("orchestrationMode") != "Flexible":
+            bad("This peer serves flexible orchestration only (properties.orchestrationMode = Flexible).")
+        if "platformFaultDomainCount" not in props:
+            bad("Required parameter 'platformFaultDomainCount' is missing (null). It is required for a scale set in Flexible orchestration mode.")
+        profile = props.get("virtualMachineProfile") or {}
+        if not (profile.get("storageProfile") or {}).get("imageReference"):
+            bad("Required parameter 'imageReference' is missing (null).")
+        net = profile.get("networkProfile") or {}
+        nics = net.get("networkInterfaceConfigurations") or []
+        if not nics:
+            bad("Required parameter 'networkProfile.networkInterfaceConfigurations' is missing (null).")
+        if not net.get("networkApiVersion"):
+            bad("'networkApiVersion' is required when networkInterfaceConfigurations are given in Flexible orchestration mode.")
+        ipc = ((nics[0].get("properties") or {}).get("ipConfigurations") or [{}])[0]
+        if not ((ipc.get("properties") or {}).get("subnet") or {}).get("id"):
+            bad("Required parameter 'subnet.id' is missing (null).")
+        os_profile = profile.get("osProfile") or {}
+        if not os_profile.get("adminUsername"):
+            bad("Required parameter 'adminUsername' is missing (null).")
+        keys = (((os_profile.get("linuxConfiguration") or {}).get("ssh") or {}).get("publicKeys") or [])
+        if not os_profile.get("adminPassword") and not any(k.get("keyData") for k in keys):
+            bad("Authentication type is not specified: give an SSH public key or an admin password.")
+        priority = profile.get("priority") or "Regular"
+        if priority == "Spot":
+            if profile.get("evictionPolicy") not in ("Delete", "Deallocate"):
+                bad("'evictionPolicy' must be Delete or Deallocate for Spot priority.")
+            if profile.get("capacityReservation"):
+                bad("A Spot virtual machine cannot be associated with a capacity reservation group.")
+        group = ((profile.get("capacityReservation") or {}).get("capacityReservationGroup") or {}).get("id")
+        if group:
+            gm = SUB_RE.match(group)
+            if not gm or (rg.lower(), (gm.group("group") or "").lower()) not in self.peer.groups:
+                raise ArmError(404, "CapacityReservationGroupNotFound", "Capacity reservation group '%s' was not found." % group)
+
+    def list_vms(self, sub, rg, query):
+        p = self.peer
+        flt = query.get("$filter")
+        expand = query.get("$expand") == "instanceView"
+        if expand and not flt:
+            raise ArmError(400, "InvalidParameter", "$expand=instanceView can only be specified when a valid $filter option is specified.")
+        want = None
+        if flt:
+            fm = re.match(r"^\s*'?virtualMachineScaleSet/id'?\s+eq\s+'([^']+)'\s*$", flt, re.IGNORECASE)
+            if not fm:
+                raise ArmError(400, "InvalidParameter", "The $filter '%s' is not supported: only 'virtualMachineScaleSet/id' eq '<id>'." % flt)
+            want = fm.group(1).lower()
+        vms = [v for _, v in sorted(p.vms.items(), key=lambda kv: kv[1]["seq"])
+               if v["rg"].lower() == rg.lower() and (want is None or v["vmss_id"].lower() == want)]
+        if expand:
+            for v in vms:
+                if v["state"] == "Creating":
+                    v["polls_left"] -= 1
+                    if v["polls_left"] < 0:
+                        v["state"] = "Succeeded"
+        start = int(query.get("$skiptoken") or 0)
+        page = vms[start:start + p.page_size]
+        doc = {"value": [p.vm_view(v, expand) for v in page]}
+        if start + p.page_size < len(vms):
+            q = dict(query)
+            q["$skiptoken"] = str(start + p.page_size)
+            doc["nextLink"] = "http://%s%s?%s" % (self.headers.get("Host") or "127.0.0.1",
+                                                 urllib.parse.urlsplit(self.path).path,
+                                                 urllib.parse.urlencode(q))
+        return 200, doc, {}
 
     def allocation_outcome(self, sku, zones):
         rule = self.peer.state_fault_locked("allocation", sku, zones)
@@ -652,6 +1016,9 @@ class Handler(BaseHTTPRequestHandler):
             raise ArmError(400, o["error"]["code"], o["error"]["message"])
         if o["kind"] == "delete":
             return 204, None, {}
+        if o["kind"] == "vmss":
+            s = p.scale_sets.get(o["target"][1:])
+            return 200, (p.scale_set_view(s) if s else None), {}
         r = p.reservations.get(o["target"])
         return 200, (p.view(r, False) if r else None), {}
 

@@ -59,6 +59,33 @@ Errors use Compute Engine's envelope {"error": {"code": N, "message", "errors": 
 "domain", "reason"}]}}; a failed Operation carries {"error": {"errors": [{"code",
 "message"}]}, "httpErrorStatusCode", "httpErrorMessage"}.
 
+Future reservations in calendar mode and commitments
+(https://cloud.google.com/compute/docs/reference/rest/v1/futureReservations,
+https://cloud.google.com/compute/docs/reference/rest/v1/regionCommitments; read 2026-11-25):
+  POST   P/zones/{z}/futureReservations?requestId=U   future.insert: Operation; 409 for a taken
+                                                    name; the request exists from the insert on
+                                                    (procurementStatus PENDING_APPROVAL)
+  GET    P/zones/{z}/futureReservations/{f}           future.get / 404
+  GET    P/zones/{z}/futureReservations               future.list {"items"?: [...]}
+  GET    P/aggregated/futureReservations              future.aggregatedList {"items": {"zones/{z}":
+                                                    {"futureReservations" | "warning"}}}
+  POST   P/zones/{z}/futureReservations/{f}/cancel?requestId=U   future.cancel: Operation (at
+                                                    DONE procurementStatus CANCELLED); 400 when
+                                                    the start is less than 30 days after the
+                                                    peer's clock, or the request is PROCURING or
+                                                    later, or its lockTime has passed
+  DELETE P/zones/{z}/futureReservations/{f}?requestId=U   future.delete: Operation; 400 unless
+                                                    CANCELLED, DECLINED or past its end time
+  POST   P/regions/{r}/commitments?requestId=U        commitments.insert: Operation; 409 for a
+                                                    taken name; 400 for GPUs without attached
+                                                    reservations; ACTIVE at DONE. There is no
+                                                    delete (the API has none).
+  GET    P/regions/{r}/commitments/{c}                commitments.get / 404
+  GET    P/regions/{r}/commitments                    commitments.list {"items"?: [...]}
+  GET    P/aggregated/machineTypes                    machineTypes.aggregatedList: the items of
+                                                    providers/gcp/tests/fixtures/
+                                                    machine-types-aggregated-page1.json
+
 Control API (JSON, not part of Compute Engine):
   GET  /_peer/record   {"requests": n, "calls": {OP: n}, "log": [...], "faults": [...],
                        "fault_counts": {}, "inserts": {name: n} (insert calls that made a new
@@ -70,7 +97,14 @@ Control API (JSON, not part of Compute Engine):
                        "group_resizes": {name: n}, "instance_templates": [...],
                        "instance_group_managers": [...] (as GET shows them, each with
                        "_running": the instances RUNNING with currentAction NONE)}
-  POST /_peer/config   {"op_steps": 2, "dedupe_seconds": 3600, "instance_steps": 2}
+                       "future_inserts"/"commitment_inserts": {name: n} (insert calls that
+                       made a new Operation), "futures_created"/"commitments_created": {name: n},
+                       "future_cancels"/"future_deleted": {name: n}, "future_reservations": [...],
+                       "commitments": [...] (as GET shows them)
+  POST /_peer/config   {"op_steps": 2, "dedupe_seconds": 3600, "instance_steps": 2, "now": RFC3339
+                       (the peer's clock for the cancel rules; the real time when absent)}
+  POST /_peer/future   {"zone", "name", "procurementStatus"?, "lockTime"?}: Google's review
+                       moves a future reservation on (e.g. APPROVED, PROCURING)
   POST /_peer/faults   {"seed": 7, "rules": [RULE, ...]} replaces the rules
   POST /_peer/reset    forgets everything
   POST /_peer/usage    {"<reservation name>": N}: N instances use it from now on
@@ -119,7 +153,7 @@ import threading
 import time
 import urllib.parse
 import uuid
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 TRANSPORT_FAULTS = {"throttle", "status", "reset", "latency", "drop_response"}
@@ -144,6 +178,16 @@ ROUTES = [
     ("GET", re.compile(r"^/compute/v1/projects/(?P<p>[^/]+)/regions/(?P<rg>[^/]+)/instanceGroupManagers/(?P<g>[^/]+)$"), "groups.get"),
     ("POST", re.compile(r"^/compute/v1/projects/(?P<p>[^/]+)/regions/(?P<rg>[^/]+)/instanceGroupManagers/(?P<g>[^/]+)/resize$"), "groups.resize"),
     ("POST", re.compile(r"^/compute/v1/projects/(?P<p>[^/]+)/regions/(?P<rg>[^/]+)/instanceGroupManagers/(?P<g>[^/]+)/listManagedInstances$"), "groups.listManagedInstances"),
+    ("POST", re.compile(r"^/compute/v1/projects/(?P<p>[^/]+)/zones/(?P<z>[^/]+)/futureReservations$"), "future.insert"),
+    ("GET", re.compile(r"^/compute/v1/projects/(?P<p>[^/]+)/zones/(?P<z>[^/]+)/futureReservations$"), "future.list"),
+    ("GET", re.compile(r"^/compute/v1/projects/(?P<p>[^/]+)/aggregated/futureReservations$"), "future.aggregatedList"),
+    ("GET", re.compile(r"^/compute/v1/projects/(?P<p>[^/]+)/zones/(?P<z>[^/]+)/futureReservations/(?P<f>[^/]+)$"), "future.get"),
+    ("POST", re.compile(r"^/compute/v1/projects/(?P<p>[^/]+)/zones/(?P<z>[^/]+)/futureReservations/(?P<f>[^/]+)/cancel$"), "future.cancel"),
+    ("DELETE", re.compile(r"^/compute/v1/projects/(?P<p>[^/]+)/zones/(?P<z>[^/]+)/futureReservations/(?P<f>[^/]+)$"), "future.delete"),
+    ("POST", re.compile(r"^/compute/v1/projects/(?P<p>[^/]+)/regions/(?P<rg>[^/]+)/commitments$"), "commitments.insert"),
+    ("GET", re.compile(r"^/compute/v1/projects/(?P<p>[^/]+)/regions/(?P<rg>[^/]+)/commitments$"), "commitments.list"),
+    ("GET", re.compile(r"^/compute/v1/projects/(?P<p>[^/]+)/regions/(?P<rg>[^/]+)/commitments/(?P<c>[^/]+)$"), "commitments.get"),
+    ("GET", re.compile(r"^/compute/v1/projects/(?P<p>[^/]+)/aggregated/machineTypes$"), "machineTypes.aggregatedList"),
     ("GET", re.compile(r"^/compute/v1/projects/(?P<p>[^/]+)/regions/(?P<rg>[^/]+)/operations/(?P<op>[^/]+)$"), "regionOperations.get"),
     ("POST", re.compile(r"^/compute/v1/projects/(?P<p>[^/]+)/regions/(?P<rg>[^/]+)/operations/(?P<op>[^/]+)/wait$"), "regionOperations.wait"),
 ]
@@ -152,6 +196,18 @@ ROUTES = [
 def rfc3339(t=None):
     t = t or datetime.now(timezone.utc)
     return t.strftime("%Y-%m-%dT%H:%M:%S.") + "%03d-00:00" % (t.microsecond // 1000)
+
+
+def parse_time(text):
+    t = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    return t if t.tzinfo else t.replace(tzinfo=timezone.utc)
+
+
+MACHINE_TYPES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "providers", "gcp",
+                             "tests", "fixtures", "machine-types-aggregated-page1.json")
+COMMITMENT_PLANS = {"TWELVE_MONTH": 365, "THIRTY_SIX_MONTH": 3 * 365}
+FUTURE_LOCKED = {"PROCURING", "PROVISIONING", "FULFILLED", "FAILED", "FAILED_PARTIALLY_FULFILLED"}
+CANCEL_NOTICE_DAYS = 30
 
 
 def new_id():
@@ -177,11 +233,14 @@ class Peer:
         self.op_steps = 2
         self.instance_steps = 2
         self.dedupe_seconds = 3600
+        self.now = None
         self.reset_locked()
 
     def reset_locked(self):
         self.reservations = {}  # (project, zone, name) -> dict
         self.templates = {}  # (project, region, name) -> dict
+        self.futures = {}  # (project, zone, name) -> dict
+        self.commitments = {}  # (project, region, name) -> dict
         self.groups = {}  # (project, region, name) -> dict
         self.operations = {}  # name -> dict
         self.request_ids = {}  # requestId -> (time, operation name)
@@ -191,7 +250,9 @@ class Peer:
         self.record = {"requests": 0, "calls": {}, "log": [], "faults": [], "fault_counts": {},
                        "inserts": {}, "created": {}, "deleted": {}, "resizes": {}, "deduped": 0,
                        "template_inserts": {}, "group_inserts": {}, "templates_created": {},
-                       "groups_created": {}, "group_resizes": {}}
+                       "groups_created": {}, "group_resizes": {},
+                       "future_inserts": {}, "futures_created": {}, "future_cancels": {},
+                       "future_deleted": {}, "commitment_inserts": {}, "commitments_created": {}}
 
     # ---- control -------------------------------------------------------------------------
 
@@ -200,6 +261,8 @@ class Peer:
             self.op_steps = max(1, int(cfg.get("op_steps", self.op_steps)))
             self.instance_steps = max(0, int(cfg.get("instance_steps", self.instance_steps)))
             self.dedupe_seconds = float(cfg.get("dedupe_seconds", self.dedupe_seconds))
+            if "now" in cfg:
+                self.now = parse_time(cfg["now"]) if cfg["now"] else None
 
     def set_faults(self, cfg):
         with self.lock:
@@ -222,6 +285,8 @@ class Peer:
                 v["_running"] = sum(1 for i in g["instances"] if i["ready"])
                 groups.append(v)
             doc["instance_group_managers"] = groups
+            doc["future_reservations"] = [self.future_view(f) for f in self.futures.values()]
+            doc["commitments"] = [self.commitment_view(c) for c in self.commitments.values()]
             return doc
 
     def set_usage(self, doc):
@@ -791,6 +856,225 @@ class Peer:
             self.advance_locked(op)
             return 200, self.op_view(op)
 
+    # ---- future reservations (calendar mode) and commitments -------------------------------
+
+    def clock(self):
+        return self.now or datetime.now(timezone.utc)
+
+    def future_view(self, f):
+        zl = self.zone_link(f["project"], f["zone"])
+        doc = {"kind": "compute#futureReservation", "id": f["id"], "creationTimestamp": f["created"],
+               "name": f["name"], "zone": zl, "selfLink": "%s/futureReservations/%s" % (zl, f["name"]),
+               "reservationMode": f["body"].get("reservationMode"),
+               "planningStatus": f["body"].get("planningStatus"),
+               "reservationName": f["body"].get("reservationName"),
+               "specificReservationRequired": f["body"].get("specificReservationRequired", False),
+               "autoDeleteAutoCreatedReservations": f["body"].get("autoDeleteAutoCreatedReservations", False),
+               "timeWindow": f["body"]["timeWindow"],
+               "specificSkuProperties": f["body"]["specificSkuProperties"],
+               "status": {"procurementStatus": f["procurement"]}}
+        if f["lock_time"]:
+            doc["status"]["lockTime"] = f["lock_time"]
+        if f["body"].get("description") is not None:
+            doc["description"] = f["body"]["description"]
+        return doc
+
+    def future_locked(self, p, z, name):
+        f = self.futures.get((p, z, name))
+        if f is None:
+            raise GceError(404, "notFound",
+                           "The resource 'projects/%s/zones/%s/futureReservations/%s' was not found" % (p, z, name))
+        return f
+
+    def future_insert(self, p, z, query, body):
+        rid = self.check_request_id(query)
+        doc = json.loads(body or b"{}")
+        with self.lock:
+            op = self.deduped_locked(rid)
+            if op:
+                return 200, self.op_view(op)
+            name = doc.get("name") or ""
+            self.check_name(name)
+            window = doc.get("timeWindow") or {}
+            sku = doc.get("specificSkuProperties") or {}
+            count = int(sku.get("totalCount") or 0)
+            machine = (sku.get("instanceProperties") or {}).get("machineType")
+            if not window.get("startTime") or not window.get("endTime"):
+                raise GceError(400, "invalid", "Invalid value for field 'resource.timeWindow'.")
+            if count < 1 or not machine:
+                raise GceError(400, "invalid", "Invalid value for field 'resource.specificSkuProperties'.")
+            if doc.get("reservationMode") == "CALENDAR" and count > 80:
+                raise GceError(400, "invalid", "Invalid value for field 'resource.specificSkuProperties.totalCount'.")
+            if (p, z, name) in self.futures:
+                raise GceError(409, "alreadyExists",
+                               "The resource 'projects/%s/zones/%s/futureReservations/%s' already exists" % (p, z, name))
+            self.record["future_inserts"][name] = self.record["future_inserts"].get(name, 0) + 1
+            status = "DRAFTING" if doc.get("planningStatus") == "DRAFT" else "PENDING_APPROVAL"
+            self.futures[(p, z, name)] = {"project": p, "zone": z, "name": name, "body": doc, "id": new_id(),
+                                          "created": rfc3339(), "procurement": status, "lock_time": None}
+            self.record["futures_created"][name] = self.record["futures_created"].get(name, 0) + 1
+            op = self.new_operation_locked(p, z, "insert", name, None, rid, collection="futureReservations")
+            return 200, self.op_view(op)
+
+    def future_get(self, p, z, name):
+        with self.lock:
+            self.advance_zone_locked(p, z)
+            return 200, self.future_view(self.future_locked(p, z, name))
+
+    def future_list(self, p, z):
+        with self.lock:
+            self.advance_zone_locked(p, z)
+            items = [self.future_view(f) for (fp, fz, _), f in sorted(self.futures.items()) if (fp, fz) == (p, z)]
+            doc = {"kind": "compute#futureReservationsListResponse",
+                   "id": "projects/%s/zones/%s/futureReservations" % (p, z),
+                   "selfLink": "%s/futureReservations" % self.zone_link(p, z)}
+            if items:
+                doc["items"] = items
+            return 200, doc
+
+    def future_aggregated(self, p):
+        with self.lock:
+            self.advance_zone_locked(p, None)
+            zones = sorted({fz for (fp, fz, _) in self.futures if fp == p} | {"us-central1-a", "us-central1-b"})
+            items = {}
+            for z in zones:
+                found = [self.future_view(f) for (fp, fz, _), f in sorted(self.futures.items()) if (fp, fz) == (p, z)]
+                if found:
+                    items["zones/" + z] = {"futureReservations": found}
+                else:
+                    items["zones/" + z] = {"warning": {
+                        "code": "NO_RESULTS_ON_PAGE",
+                        "message": "There are no results for scope 'zones/%s' on this page." % z,
+                        "data": [{"key": "scope", "value": "zones/" + z}]}}
+            return 200, {"kind": "compute#futureReservationsAggregatedListResponse",
+                         "id": "projects/%s/aggregated/futureReservations" % p, "items": items,
+                         "selfLink": "%s/projects/%s/aggregated/futureReservations" % (BASE, p)}
+
+    def future_cancel(self, p, z, name, query):
+        rid = self.check_request_id(query)
+        with self.lock:
+            op = self.deduped_locked(rid)
+            if op:
+                return 200, self.op_view(op)
+            f = self.future_locked(p, z, name)
+            now = self.clock()
+            start = parse_time(f["body"]["timeWindow"]["startTime"])
+            why = None
+            if f["procurement"] in FUTURE_LOCKED:
+                why = "its procurement status is %s" % f["procurement"]
+            elif f["lock_time"] and parse_time(f["lock_time"]) <= now:
+                why = "its lock time has passed"
+            elif (start - now).total_seconds() < CANCEL_NOTICE_DAYS * 86400:
+                why = "its start time is less than %d days away" % CANCEL_NOTICE_DAYS
+            if why:
+                raise GceError(400, "invalid", "The future reservation '%s' cannot be cancelled: %s." % (name, why))
+            self.record["future_cancels"][name] = self.record["future_cancels"].get(name, 0) + 1
+
+            def cancelled():
+                f["procurement"] = "CANCELLED"
+            op = self.new_operation_locked(p, z, "cancel", name, cancelled, rid, collection="futureReservations")
+            return 200, self.op_view(op)
+
+    def future_delete(self, p, z, name, query):
+        rid = self.check_request_id(query)
+        with self.lock:
+            op = self.deduped_locked(rid)
+            if op:
+                return 200, self.op_view(op)
+            f = self.future_locked(p, z, name)
+            ended = parse_time(f["body"]["timeWindow"]["endTime"]) <= self.clock()
+            if f["procurement"] not in ("CANCELLED", "DECLINED") and not ended:
+                raise GceError(400, "invalid", "The future reservation '%s' must be cancelled before it is deleted." % name)
+
+            def gone():
+                if self.futures.pop((p, z, name), None) is not None:
+                    self.record["future_deleted"][name] = self.record["future_deleted"].get(name, 0) + 1
+            op = self.new_operation_locked(p, z, "delete", name, gone, rid, collection="futureReservations")
+            return 200, self.op_view(op)
+
+    def future_review(self, doc):
+        with self.lock:
+            f = self.future_locked(doc.get("project", "gpucap-test"), doc["zone"], doc["name"])
+            if "procurementStatus" in doc:
+                f["procurement"] = doc["procurementStatus"]
+            if "lockTime" in doc:
+                f["lock_time"] = doc["lockTime"]
+
+    def commitment_view(self, c):
+        rl = self.region_link(c["project"], c["region"])
+        doc = {"kind": "compute#commitment", "id": c["id"], "creationTimestamp": c["created"],
+               "name": c["name"], "region": rl, "selfLink": "%s/commitments/%s" % (rl, c["name"]),
+               "status": c["status"], "plan": c["body"].get("plan"), "type": c["body"].get("type"),
+               "category": c["body"].get("category", "MACHINE"), "autoRenew": c["body"].get("autoRenew", False),
+               "resources": c["body"].get("resources", [])}
+        if c["start"]:
+            doc["startTimestamp"], doc["endTimestamp"] = c["start"], c["end"]
+        if c["body"].get("existingReservations"):
+            doc["existingReservations"] = c["body"]["existingReservations"]
+        if c["body"].get("description") is not None:
+            doc["description"] = c["body"]["description"]
+        return doc
+
+    def commitment_insert(self, p, rg, query, body):
+        rid = self.check_request_id(query)
+        doc = json.loads(body or b"{}")
+        with self.lock:
+            op = self.deduped_locked(rid)
+            if op:
+                return 200, self.op_view(op)
+            name = doc.get("name") or ""
+            self.check_name(name)
+            if doc.get("plan") not in COMMITMENT_PLANS:
+                raise GceError(400, "invalid", "Invalid value for field 'resource.plan': '%s'." % doc.get("plan"))
+            resources = doc.get("resources") or []
+            if not resources or any(int(r.get("amount") or 0) < 1 for r in resources):
+                raise GceError(400, "invalid", "Invalid value for field 'resource.resources'.")
+            gpus = [r for r in resources if r.get("type") == "ACCELERATOR"]
+            if gpus and not doc.get("existingReservations") and not doc.get("reservations"):
+                raise GceError(400, "invalid", "Commitments for GPUs must have reservations attached.")
+            if (p, rg, name) in self.commitments:
+                raise GceError(409, "alreadyExists",
+                               "The resource 'projects/%s/regions/%s/commitments/%s' already exists" % (p, rg, name))
+            self.record["commitment_inserts"][name] = self.record["commitment_inserts"].get(name, 0) + 1
+            c = {"project": p, "region": rg, "name": name, "body": doc, "id": new_id(), "created": rfc3339(),
+                 "status": "CREATING", "start": None, "end": None}
+            self.commitments[(p, rg, name)] = c
+            self.record["commitments_created"][name] = self.record["commitments_created"].get(name, 0) + 1
+
+            def active():
+                now = self.clock()
+                c["status"] = "ACTIVE"
+                c["start"] = rfc3339(now)
+                c["end"] = rfc3339(now + timedelta(days=COMMITMENT_PLANS[doc["plan"]]))
+            op = self.new_operation_locked(p, None, "insert", name, active, rid, region=rg,
+                                           collection="commitments")
+            return 200, self.op_view(op)
+
+    def commitment_get(self, p, rg, name):
+        with self.lock:
+            self.advance_region_locked(p, rg)
+            c = self.commitments.get((p, rg, name))
+            if c is None:
+                raise GceError(404, "notFound",
+                               "The resource 'projects/%s/regions/%s/commitments/%s' was not found" % (p, rg, name))
+            return 200, self.commitment_view(c)
+
+    def commitment_list(self, p, rg):
+        with self.lock:
+            self.advance_region_locked(p, rg)
+            items = [self.commitment_view(c) for (cp, cr, _), c in sorted(self.commitments.items()) if (cp, cr) == (p, rg)]
+            doc = {"kind": "compute#commitmentList", "id": "projects/%s/regions/%s/commitments" % (p, rg),
+                   "selfLink": "%s/commitments" % self.region_link(p, rg)}
+            if items:
+                doc["items"] = items
+            return 200, doc
+
+    def machine_types(self, p):
+        with open(MACHINE_TYPES) as fh:
+            doc = json.load(fh)
+        doc.pop("nextPageToken", None)
+        return 200, doc
+
 
 class Handler(BaseHTTPRequestHandler):
     server_version = "gpucap-gce-peer"
@@ -839,6 +1123,8 @@ class Handler(BaseHTTPRequestHandler):
                     self.peer.reset_locked()
             elif self.path.startswith("/_peer/usage"):
                 self.peer.set_usage(doc)
+            elif self.path.startswith("/_peer/future"):
+                self.peer.future_review(doc)
             elif self.path.startswith("/_peer/seed"):
                 return self.send_json(200, self.peer.seed(doc))
             else:
@@ -925,6 +1211,26 @@ class Handler(BaseHTTPRequestHandler):
             return self.peer.group_resize(p, g["rg"], g["g"], query)
         if op == "groups.listManagedInstances":
             return self.peer.group_instances(p, g["rg"], g["g"])
+        if op == "future.insert":
+            return self.peer.future_insert(p, g["z"], query, body)
+        if op == "future.get":
+            return self.peer.future_get(p, g["z"], g["f"])
+        if op == "future.list":
+            return self.peer.future_list(p, g["z"])
+        if op == "future.aggregatedList":
+            return self.peer.future_aggregated(p)
+        if op == "future.cancel":
+            return self.peer.future_cancel(p, g["z"], g["f"], query)
+        if op == "future.delete":
+            return self.peer.future_delete(p, g["z"], g["f"], query)
+        if op == "commitments.insert":
+            return self.peer.commitment_insert(p, g["rg"], query, body)
+        if op == "commitments.get":
+            return self.peer.commitment_get(p, g["rg"], g["c"])
+        if op == "commitments.list":
+            return self.peer.commitment_list(p, g["rg"])
+        if op == "machineTypes.aggregatedList":
+            return self.peer.machine_types(p)
         if op in ("regionOperations.get", "regionOperations.wait"):
             return self.peer.region_operation(p, g["rg"], g["op"])
         return self.peer.operation(p, g["z"], g["op"])

@@ -1,5 +1,6 @@
 //! Starts `tests/peers/gce_peer.py`, the local Compute Engine peer (zonal reservations, zone
 //! Operations, regional instance templates and managed instance groups, region Operations,
+//! calendar-mode future reservations, region commitments,
 //! requestId dedupe, fault injection, a record of everything created), for tests of the GCP
 //! act provider and of `gpucap apply`/`release` on GCP.
 //!
@@ -147,6 +148,33 @@ impl GcePeer {
             .as_array()
             .cloned()
             .unwrap_or_default()
+    }
+
+    /// Future reservations as `futureReservations.get` shows them.
+    pub fn future_reservations(&self) -> Vec<Value> {
+        self.record()["future_reservations"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// Commitments as `regionCommitments.get` shows them.
+    pub fn commitments(&self) -> Vec<Value> {
+        self.record()["commitments"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// Moves a future reservation on as Google's review would:
+    /// `{"zone", "name", "procurementStatus"?, "lockTime"?}`.
+    pub fn review_future(&self, doc: &Value) {
+        self.post("/_peer/future", doc);
+    }
+
+    /// Sets the peer's configuration (`{"now": RFC 3339}` sets its clock).
+    pub fn configure(&self, doc: &Value) {
+        self.post("/_peer/config", doc);
     }
 
     fn post(&self, path: &str, doc: &Value) {

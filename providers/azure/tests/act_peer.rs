@@ -276,7 +276,7 @@ fn cancel_refuses_what_gpucap_did_not_make_and_what_vms_use() {
 }
 
 #[test]
-fn client_credentials_get_one_token_and_blocks_and_pools_are_refused() {
+fn client_credentials_get_one_token_and_blocks_are_refused() {
     let peer = AzurePeer::start(&json!({}));
     let az = provider(
         &peer,
@@ -304,8 +304,15 @@ fn client_credentials_get_one_token_and_blocks_and_pools_are_refused() {
         )
         .unwrap_err();
     assert!(e.message.contains("no capacity blocks"), "{e}");
+    // Pools are scale sets (tests/pools_peer.rs): one that is not there is `None`; launch
+    // templates do not exist on Azure.
+    assert!(
+        rt.block_on(az.describe("eastus", ResourceKind::Pool, "x"))
+            .unwrap()
+            .is_none()
+    );
     let e = rt
-        .block_on(az.describe("eastus", ResourceKind::Pool, "x"))
+        .block_on(az.describe("eastus", ResourceKind::LaunchTemplate, "x"))
         .unwrap_err();
     assert!(e.message.contains("scale sets"), "{e}");
 }

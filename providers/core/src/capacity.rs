@@ -283,6 +283,111 @@ pub trait CapacityBlocks: Send + Sync {
     ) -> BoxFuture<'_, ActResult>;
 }
 
+/// Where a provider reports a long-running operation it started (GCP's Operations), while the
+/// call that started it still waits for it: the caller journals the name, so that a run killed
+/// during the wait settles the call by waiting on that operation
+/// ([`Describe::wait_operation`]) instead of asking again blind. Installed around one call with
+/// [`with_operation_sink`]; outside one, [`note_operation`] does nothing.
+pub type OperationSink = std::sync::Arc<dyn Fn(&str) + Send + Sync>;
+
+tokio::task_local! {
+    static OPERATION_SINK: OperationSink;
+}
+
+/// Runs `call` with `sink` receiving the operations it reports.
+pub async fn with_operation_sink<F: std::future::Future>(
+    sink: OperationSink,
+    call: F,
+) -> F::Output {
+    OPERATION_SINK.scope(sink, call).await
+}
+
+/// Reports a long-running operation the current call started, as the cloud names it (GCP:
+/// `zones/{zone}/operations/{name}` or `regions/{region}/operations/{name}`).
+pub fn note_operation(operation: &str) {
+    let _ = OPERATION_SINK.try_with(|sink| sink(operation));
+}
+
+/// Capacity blocks a cloud takes as a named request rather than sells from a quoted offering
+/// (GCP future reservations in calendar mode), and their cancellation where the cloud still
+/// allows it. Clouds that sell blocks from offerings ([`CapacityBlocks::purchase_block`])
+/// keep the defaults, which refuse.
+pub trait RequestedBlocks: Send + Sync {
+    /// Requests the block (`request` gives place, count and window), named from
+    /// `id.client_token` so that a repeat finds the first request instead of making a second.
+    fn request_block(
+        &self,
+        _request: &ReservationRequest,
+        _id: &Idempotency,
+        _dry_run: bool,
+    ) -> BoxFuture<'_, ActResult> {
+        Box::pin(async {
+            Err(ActError {
+                api: "request_block".into(),
+                kind: ActErrorKind::Other,
+                code: None,
+                message: "this cloud sells capacity blocks from quoted offerings only".into(),
+                request_id: None,
+            })
+        })
+    }
+    /// Cancels a requested block gpucap made, if the cloud still allows it; a clear error
+    /// (kind `Other`) saying it can no longer be cancelled otherwise.
+    fn cancel_block(
+        &self,
+        _region: &str,
+        _block_id: &str,
+        _dry_run: bool,
+    ) -> BoxFuture<'_, ActResult> {
+        Box::pin(async {
+            Err(ActError {
+                api: "cancel_block".into(),
+                kind: ActErrorKind::Other,
+                code: None,
+                message: "capacity blocks on this cloud cannot be cancelled".into(),
+                request_id: None,
+            })
+        })
+    }
+}
+
+/// A resource-based commitment: `instances` machines' worth of the machine type's vCPUs,
+/// memory and GPUs in a region, for the term from `start` to `end`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CommitmentRequest {
+    pub placement: Placement,
+    pub instances: u32,
+    pub start: DateTime<Utc>,
+    pub end: DateTime<Utc>,
+    /// Reservations gpucap made (state ids) to attach, where the cloud wants GPUs committed
+    /// with a reservation.
+    #[serde(default)]
+    pub reservations: Vec<String>,
+}
+
+/// Commitments: signed once, never cancelled. Clouds `gpucap apply` does not sign commitments
+/// on keep the default, which refuses.
+pub trait Commitments: Send + Sync {
+    /// Signs the commitment, named from `id.client_token` so that a repeat finds the first one.
+    /// There is no cancel: a commitment cannot be undone.
+    fn create_commitment(
+        &self,
+        _request: &CommitmentRequest,
+        _id: &Idempotency,
+        _dry_run: bool,
+    ) -> BoxFuture<'_, ActResult> {
+        Box::pin(async {
+            Err(ActError {
+                api: "create_commitment".into(),
+                kind: ActErrorKind::Other,
+                code: None,
+                message: "`gpucap apply` does not sign commitments on this cloud".into(),
+                request_id: None,
+            })
+        })
+    }
+}
+
 /// Reservations that can be changed and cancelled.
 pub trait Reservations: Send + Sync {
     /// Creates with `id.client_token`; a retry with the same token returns the same one.
@@ -345,8 +450,20 @@ pub trait Describe: Send + Sync {
         kind: ResourceKind,
         id: &str,
     ) -> BoxFuture<'_, ActResult<Option<CloudResource>>>;
+    /// Waits until a long-running operation a call reported ([`note_operation`]) is over,
+    /// whatever its outcome (the caller reads the result back). Clouds that report none keep
+    /// the default, which returns at once.
+    fn wait_operation(&self, _operation: &str) -> BoxFuture<'_, ActResult<()>> {
+        Box::pin(async { Ok(()) })
+    }
 }
 
 /// Everything apply needs from one cloud.
-pub trait Capacity: CapacityBlocks + Reservations + Pools + Describe {}
-impl<T: CapacityBlocks + Reservations + Pools + Describe> Capacity for T {}
+pub trait Capacity:
+    CapacityBlocks + RequestedBlocks + Commitments + Reservations + Pools + Describe
+{
+}
+impl<T: CapacityBlocks + RequestedBlocks + Commitments + Reservations + Pools + Describe> Capacity
+    for T
+{
+}

@@ -117,6 +117,13 @@ const AWS_CB_DOC: &str =
     "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-blocks-purchase.html";
 const READ_ON: &str = "2026-11-24";
 
+/// How far ahead of its start a GCP calendar-mode future reservation must still be for it to
+/// be cancelled: "the start time is at least 30 days away" (the other case, within 24 hours of
+/// approval and at least four days ahead, needs the approval time, which the API does not
+/// give). Source: https://cloud.google.com/compute/docs/instances/delete-future-reservations-calendar-mode
+/// ("Cancel a future reservation request in calendar mode", read 2026-11-25).
+pub const GCP_CALENDAR_CANCEL_NOTICE_DAYS: i64 = 30;
+
 /// The rules, one per cloud and instrument.
 pub const RULES: &[PurchaseRule] = &[
     PurchaseRule {
@@ -215,7 +222,7 @@ pub const RULES: &[PurchaseRule] = &[
         max_advance_days: Some(60),
         account_cap: None,
         cancellable: false,
-        terms: "reserved for 1 to 90 days; a submitted request cannot be cancelled, deleted or modified",
+        terms: "reserved for 1 to 90 days; a submitted request can be cancelled only while its start is at least 30 days away (or within 24 hours of approval, at least four days ahead), never modified",
         source: "https://cloud.google.com/compute/docs/instances/create-future-reservations-calendar-mode",
         read_on: READ_ON,
         notes: "1 to 80 GPU VMs per request, any whole number of days from 1 to 90; future availability of GPU VMs is shown up to 60 days ahead (https://cloud.google.com/compute/docs/instances/future-reservations-calendar-mode-overview). Requests are reviewed by Google before they are approved. Start time of day and shortest notice not found: gpucap assumes 00:00 UTC after a day's notice, and offers 1 to 14 days, then whole weeks and 90 days (a subset of the lengths sold, to keep the problem small).",

@@ -139,6 +139,11 @@ impl AwsCapacity {
     }
 }
 
+/// Blocks are bought from quoted offerings here, and commitments are not signed by apply: the
+/// defaults, which refuse.
+impl gpucap_provider::capacity::RequestedBlocks for AwsCapacity {}
+impl gpucap_provider::capacity::Commitments for AwsCapacity {}
+
 impl CapacityBlocks for AwsCapacity {
     fn describe_offerings(
         &self,

@@ -280,8 +280,9 @@ impl AzureCapacity {
     }
 
     /// A read, repeated here (reads change nothing) on throttling and server errors a few
-    /// times, because the operation polls below cannot hand it back to the caller.
-    async fn read_patiently(&self, api: &str, url: &str) -> ActResult<Reply> {
+    /// times, because the operation polls below (and the listings that confirm a pool's VMs
+    /// run) cannot hand it back to the caller.
+    pub(crate) async fn read_patiently(&self, api: &str, url: &str) -> ActResult<Reply> {
         let mut tries = 0;
         loop {
             match self.send(api, Method::GET, url, None, false).await {
@@ -376,7 +377,7 @@ impl AzureCapacity {
                     api,
                     ActErrorKind::Unknown,
                     format!(
-                        "the operation was still running after {} s; a later run finds the reservation by its name",
+                        "the operation was still running after {} s; a later run finds what it made by its name",
                         self.config.operation_timeout.as_secs()
                     ),
                 ));

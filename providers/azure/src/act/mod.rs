@@ -1,35 +1,41 @@
 //! The act half of the Azure provider: [`AzureCapacity`] creates, resizes and deletes
-//! capacity reservations (`Microsoft.Compute/capacityReservationGroups/capacityReservations`,
-//! ARM REST api-version 2024-07-01 through reqwest, no Azure SDK) and finds them again by
-//! name and by tag, implementing the `gpucap_provider::capacity` traits.
+//! capacity reservations (`Microsoft.Compute/capacityReservationGroups/capacityReservations`)
+//! and makes and sizes pools (flexible `Microsoft.Compute/virtualMachineScaleSets`, their VMs
+//! counted), through ARM REST api-version 2024-07-01 with reqwest (no Azure SDK), and finds
+//! them again by name and by tag, implementing the `gpucap_provider::capacity` traits.
 //!
 //! Rules every method keeps, whatever the caller asks:
 //!
 //! - **Names are the idempotency.** ARM takes no client token; a PUT is create-or-update by
 //!   the name in the URL. Every reservation gpucap makes is named from the plan digest and the
-//!   action ([`names::reservation_name`]), so repeating the call cannot make a second one.
-//!   Before a reservation PUT the name is looked up (GET): what an earlier, cut-off attempt
-//!   made is found and waited for, not asked for again.
-//! - **Long-running operations are followed to the end**: a reservation PUT, PATCH or DELETE
-//!   is polled through `Azure-AsyncOperation` (else `Location`) until `Succeeded` or `Failed`,
+//!   action ([`names::reservation_name`]), every scale set from its pool
+//!   ([`names::scale_set_name`]), so repeating the call cannot make a second one. Before a
+//!   PUT the name is looked up (GET): what an earlier, cut-off attempt made is found and
+//!   waited for, not asked for again.
+//! - **Long-running operations are followed to the end**: a PUT, PATCH or DELETE is polled
+//!   through `Azure-AsyncOperation` (else `Location`) until `Succeeded` or `Failed`,
 //!   waiting what `Retry-After` asks. A poll cut off after the request was accepted is an
-//!   `Unknown` outcome (the next attempt finds the reservation by name).
-//! - everything created carries gpucap's tags ([`names::tags`]); only reservations tagged
-//!   `managed-by=gpucap` are ever resized or deleted, and a reservation with VMs associated
-//!   is never deleted;
+//!   `Unknown` outcome (the next attempt finds the resource by name).
+//! - **A pool runs what was asked, or says it does not**: after a scale set's capacity is set,
+//!   its VMs are listed until the asked number runs; fewer is a capacity error naming how
+//!   many run (`pools`).
+//! - everything created carries gpucap's tags ([`names::tags`]); only reservations and scale
+//!   sets tagged `managed-by=gpucap` are ever resized or deleted, and a reservation with VMs
+//!   associated is never deleted;
 //! - every failure is an [`ActError`] classified onto the shared taxonomy ([`arm::classify`]);
 //!   no token or secret is ever in an error, a log line or a `Debug` output.
 //!
-//! What Azure has no concept for here: capacity blocks (Azure sells none) and, in this round,
-//! pools (VM scale sets); both answer with a clear error, and `gpucap apply` lists them as
-//! needing a person.
+//! What Azure has no concept for here: capacity blocks (Azure sells none), which answer with
+//! a clear error, and `gpucap apply` lists them as needing a person.
 //!
 //! One concept per module: `auth` (Entra ID tokens from the environment), `arm` (requests,
-//! errors, long-running operations), `names` (names, tags, resources), `reservations`.
+//! errors, long-running operations), `names` (names, tags, resources), `reservations`,
+//! `pools` (scale sets).
 
 mod arm;
 mod auth;
 pub mod names;
+mod pools;
 mod reservations;
 
 use std::time::Duration;
@@ -46,11 +52,16 @@ pub const AUTHORITY: &str = "https://login.microsoftonline.com";
 pub const API_VERSION: &str = "2024-07-01";
 /// Sends ARM (and Entra ID token) requests here instead; for tests and private endpoints.
 pub const ENDPOINT_ENV: &str = "GPUCAP_AZURE_ENDPOINT_URL";
-/// The resource group gpucap's capacity reservation groups live in.
+/// The resource group gpucap's capacity reservation groups and scale sets live in.
 pub const RESOURCE_GROUP_ENV: &str = "GPUCAP_AZURE_RESOURCE_GROUP";
 pub const SUBSCRIPTION_ENV: &str = "AZURE_SUBSCRIPTION_ID";
 /// Test hook: the pause between polls, in milliseconds, when ARM gives no `Retry-After`.
 pub const POLL_MS_ENV: &str = "GPUCAP_AZURE_POLL_MS";
+/// The SSH public key a pool's Linux VMs accept (the key itself, or the path of a `.pub`
+/// file): Azure makes no Linux VM without a key or a password, and gpucap never sets one.
+pub const SSH_PUBLIC_KEY_ENV: &str = "GPUCAP_AZURE_SSH_PUBLIC_KEY";
+/// The admin user of a pool's VMs (default `gpucap`).
+pub const ADMIN_USERNAME_ENV: &str = "GPUCAP_AZURE_ADMIN_USERNAME";
 
 /// Where and how [`AzureCapacity`] connects.
 #[derive(Clone)]
@@ -72,6 +83,9 @@ pub struct AzureCapacityConfig {
     pub poll_interval: Duration,
     /// The longest `Retry-After` honoured (a larger one is cut to this).
     pub max_retry_after: Duration,
+    /// The admin user and SSH public key of the VMs of the scale sets gpucap makes.
+    pub admin_username: String,
+    pub ssh_public_key: Option<String>,
 }
 
 impl std::fmt::Debug for AzureCapacityConfig {
@@ -103,6 +117,8 @@ impl AzureCapacityConfig {
             operation_timeout: Duration::from_secs(30 * 60),
             poll_interval: Duration::from_secs(5),
             max_retry_after: Duration::from_secs(60),
+            admin_username: "gpucap".to_string(),
+            ssh_public_key: None,
         }
     }
 
@@ -116,7 +132,8 @@ impl AzureCapacityConfig {
 
     /// Everything from the environment: `AZURE_SUBSCRIPTION_ID`, the resource group
     /// (`resource_group`, else `GPUCAP_AZURE_RESOURCE_GROUP`), the credential
-    /// ([`Credential::from_env`]), `GPUCAP_AZURE_ENDPOINT_URL` and `AZURE_AUTHORITY_HOST`.
+    /// ([`Credential::from_env`]), `GPUCAP_AZURE_ENDPOINT_URL`, `AZURE_AUTHORITY_HOST`, and
+    /// for pools `GPUCAP_AZURE_SSH_PUBLIC_KEY` and `GPUCAP_AZURE_ADMIN_USERNAME`.
     pub fn from_env(resource_group: Option<&str>) -> ActResult<Self> {
         let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
         let Some(subscription) = var(SUBSCRIPTION_ENV) else {
@@ -140,6 +157,19 @@ impl AzureCapacityConfig {
         }
         if let Some(url) = var(ENDPOINT_ENV) {
             config = config.with_endpoint(url);
+        }
+        if let Some(user) = var(ADMIN_USERNAME_ENV) {
+            config.admin_username = user.trim().to_string();
+        }
+        if let Some(key) = var(SSH_PUBLIC_KEY_ENV) {
+            let key = key.trim().to_string();
+            config.ssh_public_key = Some(if key.starts_with("ssh-") || key.starts_with("ecdsa-") {
+                key
+            } else {
+                std::fs::read_to_string(&key)
+                    .map(|k| k.trim().to_string())
+                    .map_err(|e| setup(format!("{SSH_PUBLIC_KEY_ENV}: cannot read {key}: {e}")))?
+            });
         }
         // Test hook: a shorter pause between polls (the local peer answers at once).
         if let Some(ms) = var(POLL_MS_ENV).and_then(|v| v.parse::<u64>().ok()) {

@@ -10,6 +10,11 @@
 //!   whole stays within 64 characters. Letters, digits and `-` only, starting with a letter
 //!   and ending with a digit or letter, which every Compute resource name allows.
 //!
+//! - a VM scale set per pool and purchase model ([`scale_set_name`]): the pool's own
+//!   deterministic name (`gpucap-<pool>-<region>-<instance type>`, from `gpucap apply`) for
+//!   on-demand, with `-spot` for spot; one too long for 64 characters is cut and ends with 12
+//!   hex digits of a UUID v5 of the whole, so two long names stay two.
+//!
 //! Two actions, or the same action in two plans, get two names; the same action of the same
 //! plan always the same one.
 //!
@@ -94,6 +99,41 @@ pub fn reservation_name(action: &str, client_token: &str) -> String {
     }
 }
 
+/// The VM scale set of pool `pool` (its on-demand one, or with `spot` its spot twin).
+pub fn scale_set_name(pool: &str, spot: bool) -> String {
+    let mut whole = slug(pool);
+    if !whole.starts_with("gpucap-") {
+        whole = format!("gpucap-{whole}");
+    }
+    if spot {
+        whole.push_str("-spot");
+    }
+    if whole.len() <= MAX_NAME {
+        return whole;
+    }
+    let hex: String = uuid::Uuid::new_v5(&uuid::Uuid::NAMESPACE_URL, whole.as_bytes())
+        .simple()
+        .to_string()
+        .chars()
+        .take(12)
+        .collect();
+    let mut cut = whole;
+    cut.truncate(MAX_NAME - 1 - hex.len());
+    format!("{}-{hex}", cut.trim_end_matches('-'))
+}
+
+/// The computer name prefix of a scale set's VMs: `gpucap` and 8 hex digits of the scale
+/// set's name (14 characters, which every OS takes; Azure appends each VM's own suffix).
+pub fn computer_name_prefix(scale_set: &str) -> String {
+    let hex: String = uuid::Uuid::new_v5(&uuid::Uuid::NAMESPACE_URL, scale_set.as_bytes())
+        .simple()
+        .to_string()
+        .chars()
+        .take(8)
+        .collect();
+    format!("gpucap{hex}")
+}
+
 /// A tag name ARM accepts: forbidden characters replaced with `_`, at most 512 characters.
 pub fn tag_key(key: &str) -> String {
     let mut k: String = key
@@ -116,6 +156,18 @@ pub fn tags(id: &Idempotency) -> BTreeMap<String, String> {
             (tag_key(&k), v)
         })
         .collect()
+}
+
+/// The tags of an ARM resource document.
+pub fn tags_of(v: &Value) -> BTreeMap<String, String> {
+    v["tags"]
+        .as_object()
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// (group, reservation) from a capacity reservation's ARM id (or `group/name`).
@@ -151,14 +203,7 @@ pub fn state_word(provisioning: &str) -> &'static str {
 /// A capacity reservation as ARM describes it (GET, list, or a PUT's answer).
 pub fn reservation(region: &str, v: &Value) -> CloudResource {
     let props = &v["properties"];
-    let tags = v["tags"]
-        .as_object()
-        .map(|m| {
-            m.iter()
-                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
-                .collect()
-        })
-        .unwrap_or_default();
+    let tags = tags_of(v);
     let list_len = |x: &Value| x.as_array().map_or(0, Vec::len);
     // Instances in use: the VMs allocated in it when the instance view says (GET
     // `$expand=instanceView`), else the VMs associated with it.
@@ -190,6 +235,52 @@ pub fn reservation(region: &str, v: &Value) -> CloudResource {
         state: state_word(props["provisioningState"].as_str().unwrap_or("")).to_string(),
         tags,
         in_use: Some(u32::try_from(in_use).unwrap_or(u32::MAX)),
+    }
+}
+
+/// The capacity ARM gives a document's `sku` (a scale set's target size).
+pub fn capacity(v: &Value) -> u32 {
+    v["sku"]["capacity"]
+        .as_u64()
+        .and_then(|n| u32::try_from(n).ok())
+        .unwrap_or(0)
+}
+
+/// A pool as gpucap describes it: its on-demand scale set (`on_demand`), the spot twin's
+/// target added; `running` as counted, when it was.
+pub fn pool(
+    region: &str,
+    on_demand: &Value,
+    spot: Option<&Value>,
+    running: Option<u32>,
+) -> CloudResource {
+    let tags = tags_of(on_demand);
+    let id = tags
+        .get(&tag_key(gpucap_provider::capacity::tag::ACTION))
+        .cloned()
+        .unwrap_or_else(|| on_demand["name"].as_str().unwrap_or_default().to_string());
+    CloudResource {
+        id,
+        kind: ResourceKind::Pool,
+        placement: Placement {
+            region: on_demand["location"].as_str().unwrap_or(region).to_string(),
+            zone: on_demand["zones"][0].as_str().map(str::to_string),
+            instance_type: on_demand["sku"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
+        },
+        instances: capacity(on_demand) + spot.map(capacity).unwrap_or(0),
+        start: None,
+        end: None,
+        state: state_word(
+            on_demand["properties"]["provisioningState"]
+                .as_str()
+                .unwrap_or(""),
+        )
+        .to_string(),
+        tags,
+        in_use: running,
     }
 }
 
@@ -230,6 +321,27 @@ mod tests {
         assert_ne!(a, b);
         assert_eq!(group_name("East US", None), "gpucap-eastus");
         assert_eq!(group_name("eastus", Some("eastus-2")), "gpucap-eastus-z2");
+    }
+
+    #[test]
+    fn scale_set_names_fit_and_stay_distinct() {
+        assert_eq!(
+            scale_set_name("gpucap-h100-azure-eastus-standard-nc40ads-h100-v5", false),
+            "gpucap-h100-azure-eastus-standard-nc40ads-h100-v5"
+        );
+        assert_eq!(
+            scale_set_name("gpucap-h100-azure-eastus-standard-nc40ads-h100-v5", true),
+            "gpucap-h100-azure-eastus-standard-nc40ads-h100-v5-spot"
+        );
+        let long = "gpucap-a-very-long-pool-name-for-training-eastus-standard-nd96isr-h100-v5";
+        let (a, b) = (scale_set_name(long, false), scale_set_name(long, true));
+        assert!(a.len() <= MAX_NAME && b.len() <= MAX_NAME, "{a} {b}");
+        assert_ne!(a, b);
+        assert_eq!(a, scale_set_name(long, false));
+        assert!(a.starts_with("gpucap-a-very-long"), "{a}");
+        let p = computer_name_prefix(&a);
+        assert_eq!(p.len(), 14);
+        assert!(p.chars().all(|c| c.is_ascii_alphanumeric()));
     }
 
     #[test]

@@ -1,13 +1,14 @@
 //! Capacity reservations: create (the group made if absent, then a reservation PUT by name
 //! followed to its end), resize (PATCH `sku.capacity`), delete, and find (GET by name, list by
-//! tag). Capacity blocks and pools answer with a clear error.
+//! tag). `Describe` here also finds pools (the `pools` module's scale sets). Capacity blocks
+//! answer with a clear error.
 
 use chrono::{DateTime, Utc};
 use gpucap_provider::BoxFuture;
 use gpucap_provider::capacity::{
     ActError, ActErrorKind, ActResult, BlockOffering, BlockQuery, CapacityBlocks, CloudResource,
-    Describe, Done, Idempotency, PoolSize, PoolSpec, Pools, ReservationRequest, Reservations,
-    ResourceKind, managed_by_gpucap, tag,
+    Describe, Done, Idempotency, ReservationRequest, Reservations, ResourceKind, managed_by_gpucap,
+    tag,
 };
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -58,12 +59,12 @@ impl AzureCapacity {
         }
     }
 
-    /// Every page of a list call's `value`.
-    async fn list(&self, api: &str, url: String) -> ActResult<Vec<Value>> {
+    /// Every page of a list call's `value` (each page read patiently: reads change nothing).
+    pub(super) async fn list(&self, api: &str, url: String) -> ActResult<Vec<Value>> {
         let mut out = Vec::new();
         let mut next = Some(url);
         while let Some(url) = next.take() {
-            let page = match self.send(api, Method::GET, &url, None, false).await {
+            let page = match self.read_patiently(api, &url).await {
                 Ok(p) => p,
                 Err(e) if e.kind == ActErrorKind::NotFound => return Ok(out),
                 Err(e) => return Err(e),
@@ -382,13 +383,16 @@ impl AzureCapacity {
         key: &str,
         value: &str,
     ) -> ActResult<Vec<CloudResource>> {
+        let key = names::tag_key(key);
+        let mut out = Vec::new();
+        if kinds.is_empty() || kinds.contains(&ResourceKind::Pool) {
+            out.extend(self.pools_by_tag(region, &key, value).await?);
+        }
         if !kinds.is_empty() && !kinds.contains(&ResourceKind::Reservation) {
-            return Ok(Vec::new());
+            return Ok(out);
         }
         let location = names::location(region);
         let groups = self.list(LIST_GROUPS, self.groups_url()).await?;
-        let key = names::tag_key(key);
-        let mut out = Vec::new();
         for g in groups {
             if g["location"].as_str().map(names::location).as_deref() != Some(location.as_str()) {
                 continue;
@@ -409,7 +413,15 @@ impl AzureCapacity {
         Ok(out)
     }
 
-    async fn one(&self, kind: ResourceKind, id: &str) -> ActResult<Option<CloudResource>> {
+    async fn one(
+        &self,
+        region: &str,
+        kind: ResourceKind,
+        id: &str,
+    ) -> ActResult<Option<CloudResource>> {
+        if kind == ResourceKind::Pool {
+            return self.describe_pool(region, id).await;
+        }
         if kind != ResourceKind::Reservation {
             return Err(unsupported("describe", kind));
         }
@@ -428,16 +440,21 @@ fn unsupported(api: &str, kind: ResourceKind) -> ActError {
         ResourceKind::CapacityBlock => {
             "Azure sells no capacity blocks (fixed pre-paid windows); plan Azure capacity as reservations or on demand"
         }
-        ResourceKind::Pool | ResourceKind::LaunchTemplate => {
-            "gpucap does not make Azure pools (VM scale sets) yet; create the scale set by hand or with the generated Terraform"
+        ResourceKind::LaunchTemplate => {
+            "Azure pools are VM scale sets, which carry their own VM profile: there are no launch templates"
         }
         ResourceKind::Commitment => {
             "Azure reservations and savings plans are bought by a person (or the generated Terraform), not by `gpucap apply`"
         }
-        ResourceKind::Reservation => "not supported",
+        ResourceKind::Reservation | ResourceKind::Pool => "not supported",
     };
     refuse(api, ActErrorKind::Other, what)
 }
+
+/// Blocks are bought from quoted offerings here, and commitments are not signed by apply: the
+/// defaults, which refuse.
+impl gpucap_provider::capacity::RequestedBlocks for AzureCapacity {}
+impl gpucap_provider::capacity::Commitments for AzureCapacity {}
 
 impl CapacityBlocks for AzureCapacity {
     fn describe_offerings(
@@ -459,37 +476,6 @@ impl CapacityBlocks for AzureCapacity {
         _dry_run: bool,
     ) -> BoxFuture<'_, ActResult> {
         Box::pin(async { Err(unsupported("purchaseBlock", ResourceKind::CapacityBlock)) })
-    }
-}
-
-impl Pools for AzureCapacity {
-    fn ensure_pool(
-        &self,
-        _spec: &PoolSpec,
-        _id: &Idempotency,
-        _dry_run: bool,
-    ) -> BoxFuture<'_, ActResult> {
-        Box::pin(async {
-            Err(unsupported(
-                "virtualMachineScaleSets.createOrUpdate",
-                ResourceKind::Pool,
-            ))
-        })
-    }
-
-    fn scale_pool(
-        &self,
-        _region: &str,
-        _name: &str,
-        _size: PoolSize,
-        _dry_run: bool,
-    ) -> BoxFuture<'_, ActResult> {
-        Box::pin(async {
-            Err(unsupported(
-                "virtualMachineScaleSets.update",
-                ResourceKind::Pool,
-            ))
-        })
     }
 }
 
@@ -548,11 +534,11 @@ impl Describe for AzureCapacity {
 
     fn describe(
         &self,
-        _region: &str,
+        region: &str,
         kind: ResourceKind,
         id: &str,
     ) -> BoxFuture<'_, ActResult<Option<CloudResource>>> {
-        let id = id.to_string();
-        Box::pin(async move { self.one(kind, &id).await })
+        let (region, id) = (region.to_string(), id.to_string());
+        Box::pin(async move { self.one(&region, kind, &id).await })
     }
 }

@@ -1,10 +1,12 @@
 //! The act half of the GCP provider: [`GcpCapacity`] creates, resizes and deletes zonal
-//! Compute Engine reservations (`reservations.insert`, `resize`, `delete`), and makes and
-//! sizes pools (a regional instance template and managed instance group per pool and
-//! purchase model: `regionInstanceTemplates.insert`, `regionInstanceGroupManagers.insert`,
-//! `resize`, `listManagedInstances`; see [`pools`]), through google-cloud-compute-v1's
-//! REST/JSON client, and finds them again by name and by gpucap's marks, implementing the
-//! `gpucap_provider::capacity` traits.
+//! Compute Engine reservations (`reservations.insert`, `resize`, `delete`), makes and sizes
+//! pools (a regional instance template and managed instance group per pool and purchase
+//! model: `regionInstanceTemplates.insert`, `regionInstanceGroupManagers.insert`, `resize`,
+//! `listManagedInstances`; see [`pools`]), requests capacity blocks as future reservations in
+//! calendar mode and cancels them while Compute Engine allows it (`futureReservations.insert`,
+//! `cancel`, `delete`; see [`future`]), and signs commitments (`regionCommitments.insert`; see
+//! [`commitments`]), through google-cloud-compute-v1's REST/JSON client, and finds them again
+//! by name and by gpucap's marks, implementing the `gpucap_provider::capacity` traits.
 //!
 //! Rules every method keeps, whatever the caller asks:
 //!
@@ -26,15 +28,24 @@
 //!   instances are listed until they run (`currentAction` `NONE`, `RUNNING`); fewer running
 //!   than asked is an error of the kind the instances' `lastAttempt` names (capacity when none
 //!   does), never success.
-//! - only reservations, templates and groups whose name and description say gpucap made them
-//!   are ever used, resized or deleted; a reservation with instances in it is not deleted;
+//! - only reservations, templates, groups and future reservations whose name and description
+//!   say gpucap made them are ever used, resized, cancelled or deleted; a reservation with
+//!   instances in it is not deleted; a future reservation is cancelled only before it locks;
+//!   a commitment is never touched after it is signed (there is no API to undo one);
 //! - no token is ever in an error, a log line or a `Debug` output.
 //!
-//! What this round does not do on GCP, answered with a clear error (and listed by
-//! `gpucap apply` as needing a person): capacity blocks (future reservations in calendar
-//! mode) and commitments (`regionCommitments.insert`). Pools are made and sized, never
-//! deleted (a pool no campaign needs is scaled to zero).
+//! What this round does not do on GCP: capacity blocks are not quoted (calendar mode has no
+//! offering to re-quote: the plan's price is taken as is, and Google reviews the request);
+//! a request cancelled within 24 hours of its approval (which Compute Engine allows from four
+//! days before the start) is left to a person, as the API does not say when it was approved;
+//! DWS resize requests (`regionInstanceGroupManagerResizeRequests`) are not used; pools are
+//! made and sized, never deleted (a pool no campaign needs is scaled to zero). A pool whose
+//! capacity is one capacity block targets the block's reservation by name; a pool with a
+//! block *and* other reservations takes any matching reservation, which does not include the
+//! block's (it is made `specificReservationRequired`).
 
+mod commitments;
+mod future;
 pub mod names;
 mod ops;
 mod pools;
@@ -43,8 +54,8 @@ mod reservations;
 use std::time::Duration;
 
 use google_cloud_compute_v1::client::{
-    RegionInstanceGroupManagers, RegionInstanceTemplates, RegionOperations,
-    Reservations as ReservationsClient, ZoneOperations,
+    FutureReservations, MachineTypes, RegionCommitments, RegionInstanceGroupManagers,
+    RegionInstanceTemplates, RegionOperations, Reservations as ReservationsClient, ZoneOperations,
 };
 use google_cloud_gax::retry_policy::NeverRetry;
 use gpucap_provider::capacity::{ActError, ActErrorKind, ActResult};
@@ -132,6 +143,9 @@ pub struct GcpCapacity {
     templates: RegionInstanceTemplates,
     groups: RegionInstanceGroupManagers,
     region_operations: RegionOperations,
+    future: FutureReservations,
+    commitments: RegionCommitments,
+    machines: MachineTypes,
 }
 
 impl std::fmt::Debug for GcpCapacity {
@@ -170,6 +184,15 @@ impl GcpCapacity {
             .with_credentials(creds.clone())
             .with_retry_policy(NeverRetry);
         let mut region_operations = RegionOperations::builder()
+            .with_credentials(creds.clone())
+            .with_retry_policy(NeverRetry);
+        let mut future = FutureReservations::builder()
+            .with_credentials(creds.clone())
+            .with_retry_policy(NeverRetry);
+        let mut commitments = RegionCommitments::builder()
+            .with_credentials(creds.clone())
+            .with_retry_policy(NeverRetry);
+        let mut machines = MachineTypes::builder()
             .with_credentials(creds)
             .with_retry_policy(NeverRetry);
         if let Some(url) = &config.endpoint {
@@ -178,6 +201,9 @@ impl GcpCapacity {
             templates = templates.with_endpoint(url);
             groups = groups.with_endpoint(url);
             region_operations = region_operations.with_endpoint(url);
+            future = future.with_endpoint(url);
+            commitments = commitments.with_endpoint(url);
+            machines = machines.with_endpoint(url);
         }
         Ok(GcpCapacity {
             reservations: reservations.build().await.map_err(build_err)?,
@@ -185,6 +211,9 @@ impl GcpCapacity {
             templates: templates.build().await.map_err(build_err)?,
             groups: groups.build().await.map_err(build_err)?,
             region_operations: region_operations.build().await.map_err(build_err)?,
+            future: future.build().await.map_err(build_err)?,
+            commitments: commitments.build().await.map_err(build_err)?,
+            machines: machines.build().await.map_err(build_err)?,
             config,
         })
     }

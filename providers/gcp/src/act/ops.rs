@@ -172,7 +172,51 @@ fn done(op: &Operation) -> bool {
     matches!(op.status, Some(operation::Status::Done))
 }
 
+/// gpucap's name for an Operation in its scope, as the journal records it
+/// (`zones/{zone}/operations/{name}`, `regions/{region}/operations/{name}`).
+pub fn operation_ref(scope: Scope<'_>, name: &str) -> String {
+    match scope {
+        Scope::Zone(zone) => format!("zones/{zone}/operations/{name}"),
+        Scope::Region(region) => format!("regions/{region}/operations/{name}"),
+    }
+}
+
+/// Reports a freshly started Operation to the caller, to journal before the wait
+/// (`gpucap_provider::capacity::note_operation`); one already `DONE` needs no resuming.
+pub fn note(scope: Scope<'_>, op: &Operation) {
+    if let Some(name) = op.name.as_deref().filter(|n| !n.is_empty())
+        && !done(op)
+    {
+        gpucap_provider::capacity::note_operation(&operation_ref(scope, name));
+    }
+}
+
 impl GcpCapacity {
+    /// Waits on an Operation named as [`operation_ref`] gives it (a run killed during a wait
+    /// resumes here): `Ok` once it is `DONE`, whatever it did; the caller reads back.
+    pub(crate) async fn resume(&self, operation: &str) -> ActResult<()> {
+        let parts: Vec<&str> = operation.trim_matches('/').split('/').collect();
+        let (scope, name) = match parts.as_slice() {
+            ["zones", zone, "operations", name] => (Scope::Zone(zone), *name),
+            ["regions", region, "operations", name] => (Scope::Region(region), *name),
+            _ => {
+                return Err(refuse(
+                    WAIT,
+                    ActErrorKind::Other,
+                    format!("`{operation}` is not an Operation gpucap can wait on"),
+                ));
+            }
+        };
+        let mut first = Operation::default();
+        first.name = Some(name.to_string());
+        match self.follow("operation", scope, first).await {
+            Ok(_) => Ok(()),
+            // Over, with an error of its own: over all the same.
+            Err(e) if e.kind != ActErrorKind::Unknown => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
     /// Follows a zonal Operation until it is `DONE`: `zoneOperations.wait` returns after at
     /// most about two minutes (and may return earlier) with the Operation as it is, so it is
     /// called in a loop. A failed wait is retried (it changes nothing) until the operation

@@ -1,7 +1,9 @@
 //! Zonal reservations: create (looked up by name, then `reservations.insert` with a
 //! `requestId`, followed to `DONE`), resize, delete, and find (get by name, aggregated list by
-//! gpucap's marks). Capacity blocks and commitments answer with a clear error; pools are
-//! [`super::pools`]'.
+//! gpucap's marks); and the capability traits wired to their modules: capacity blocks are
+//! requested future reservations ([`super::future`]; there are no quoted offerings to buy,
+//! so `describe_offerings` and `purchase_block` refuse), commitments
+//! [`super::commitments`]', pools [`super::pools`]'.
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use google_cloud_compute_v1::model::{
@@ -11,12 +13,13 @@ use google_cloud_compute_v1::model::{
 use gpucap_provider::BoxFuture;
 use gpucap_provider::capacity::{
     ActError, ActErrorKind, ActResult, BlockOffering, BlockQuery, CapacityBlocks, CloudResource,
-    Describe, Done, Idempotency, Placement, ReservationRequest, Reservations, ResourceKind,
+    CommitmentRequest, Commitments, Describe, Done, Idempotency, Placement, RequestedBlocks,
+    ReservationRequest, Reservations, ResourceKind,
 };
 
 use super::GcpCapacity;
 use super::names;
-use super::ops::{classify, refuse};
+use super::ops::{Scope, classify, note, refuse};
 
 const INSERT: &str = "reservations.insert";
 const GET: &str = "reservations.get";
@@ -64,6 +67,15 @@ impl GcpCapacity {
                 }
             }
         }
+    }
+
+    /// The reservation, or `None` when it does not exist (for the other modules).
+    pub(crate) async fn reservation_get(
+        &self,
+        zone: &str,
+        name: &str,
+    ) -> ActResult<Option<Reservation>> {
+        self.get(zone, name).await
     }
 
     /// Waits until a reservation some operation is changing settles; what is there then.
@@ -209,6 +221,7 @@ impl GcpCapacity {
                 request_id = chain(&mut links);
                 continue;
             }
+            note(Scope::Zone(zone), &op);
             match self.wait_for(INSERT, zone, op).await {
                 Ok(_) => {}
                 Err(e)
@@ -222,6 +235,17 @@ impl GcpCapacity {
                 Err(e) => return Err(e),
             }
             match self.settled(zone, &name).await? {
+                // Read back, and checked again: whatever holds the name must be gpucap's (a
+                // requestId answered for another request would otherwise pass for this one).
+                Some(r) if !names::ours(&r) => {
+                    return Err(refuse(
+                        INSERT,
+                        ActErrorKind::Other,
+                        format!(
+                            "a reservation named {name} exists in {zone} and its description does not say gpucap made it; not changed"
+                        ),
+                    ));
+                }
                 Some(r) => return Ok(Self::done(zone, &r, op_name)),
                 // The earlier insert this id answers for made a reservation since deleted.
                 None if replayed && links < MAX_CHAIN => request_id = chain(&mut links),
@@ -481,6 +505,12 @@ impl GcpCapacity {
         if kinds.is_empty() || kinds.contains(&ResourceKind::Pool) {
             out.extend(self.pools_by_tag(region, key, value).await?);
         }
+        if kinds.is_empty() || kinds.contains(&ResourceKind::CapacityBlock) {
+            out.extend(self.futures_by_tag(region, key, value).await?);
+        }
+        if kinds.is_empty() || kinds.contains(&ResourceKind::Commitment) {
+            out.extend(self.commitments_by_tag(region, key, value).await?);
+        }
         if !kinds.is_empty() && !kinds.contains(&ResourceKind::Reservation) {
             return Ok(out);
         }
@@ -524,8 +554,11 @@ impl GcpCapacity {
         kind: ResourceKind,
         id: &str,
     ) -> ActResult<Option<CloudResource>> {
-        if kind == ResourceKind::Pool {
-            return self.describe_pool(region, id).await;
+        match kind {
+            ResourceKind::Pool => return self.describe_pool(region, id).await,
+            ResourceKind::CapacityBlock => return self.describe_future(id).await,
+            ResourceKind::Commitment => return self.describe_commitment(id).await,
+            _ => {}
         }
         if kind != ResourceKind::Reservation {
             return Err(unsupported("describe", kind));
@@ -543,13 +576,13 @@ impl GcpCapacity {
 fn unsupported(api: &str, kind: ResourceKind) -> ActError {
     let what = match kind {
         ResourceKind::CapacityBlock => {
-            "gpucap does not buy GCP capacity blocks (future reservations in calendar mode) yet; request the future reservation by hand or re-plan without GCP blocks"
+            "GCP capacity blocks are future reservations in calendar mode: there is no offering to quote or buy; they are requested by name (`request_block`)"
         }
         ResourceKind::LaunchTemplate => {
             "a GCP pool's instance template is described with its pool (kind `pool`)"
         }
         ResourceKind::Commitment => {
-            "GCP commitments (regionCommitments.insert, which cannot be undone) are bought by a person, not by `gpucap apply`"
+            "GCP commitments (regionCommitments.insert) are signed with `create_commitment`"
         }
         ResourceKind::Reservation | ResourceKind::Pool => "not supported",
     };
@@ -581,6 +614,40 @@ impl CapacityBlocks for GcpCapacity {
                 ResourceKind::CapacityBlock,
             ))
         })
+    }
+}
+
+impl RequestedBlocks for GcpCapacity {
+    fn request_block(
+        &self,
+        request: &ReservationRequest,
+        id: &Idempotency,
+        dry_run: bool,
+    ) -> BoxFuture<'_, ActResult> {
+        let (request, id) = (request.clone(), id.clone());
+        Box::pin(async move { self.request_future(&request, &id, dry_run).await })
+    }
+
+    fn cancel_block(
+        &self,
+        region: &str,
+        block_id: &str,
+        dry_run: bool,
+    ) -> BoxFuture<'_, ActResult> {
+        let (region, id) = (region.to_string(), block_id.to_string());
+        Box::pin(async move { self.cancel_future(&region, &id, dry_run).await })
+    }
+}
+
+impl Commitments for GcpCapacity {
+    fn create_commitment(
+        &self,
+        request: &CommitmentRequest,
+        id: &Idempotency,
+        dry_run: bool,
+    ) -> BoxFuture<'_, ActResult> {
+        let (request, id) = (request.clone(), id.clone());
+        Box::pin(async move { self.commit(&request, &id, dry_run).await })
     }
 }
 
@@ -645,5 +712,12 @@ impl Describe for GcpCapacity {
     ) -> BoxFuture<'_, ActResult<Option<CloudResource>>> {
         let (region, id) = (region.to_string(), id.to_string());
         Box::pin(async move { self.one(&region, kind, &id).await })
+    }
+
+    /// `zoneOperations.wait` / `regionOperations.wait` on an Operation an interrupted run
+    /// journalled, until it is `DONE`.
+    fn wait_operation(&self, operation: &str) -> BoxFuture<'_, ActResult<()>> {
+        let operation = operation.to_string();
+        Box::pin(async move { self.resume(&operation).await })
     }
 }
