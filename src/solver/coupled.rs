@@ -150,11 +150,13 @@ pub(crate) fn keeps_limits(v: &Validated, plans: &[&PoolPlan]) -> bool {
     true
 }
 
-/// Solves the pools of `scopes` (one group of [`components`]) together; one outcome per scope,
-/// in order, or a single `Short` for the group.
+/// Solves the pools of `scopes` (one group of [`components`]) together, given each pool's
+/// outcome `alone` (without the limits); one outcome per scope, in order, or a single `Short`
+/// for the group.
 pub(crate) fn solve_group(
     v: &Validated,
     scopes: &[Scope],
+    alone: &[PoolOutcome],
     options: &super::SolveOptions,
     deadline: Option<Instant>,
 ) -> Vec<PoolOutcome> {
@@ -188,22 +190,63 @@ pub(crate) fn solve_group(
     let mut relaxation = mip.clone();
     relaxation.integer.fill(false);
     let relaxed = mip::solve(&relaxation, limits(None));
-    let first = |values: &[f64]| {
-        incumbent::rounded_plan(v, &data, &models, &offsets, values, deadline).map(|plans| {
-            let cost = super::plan::solution(v, &plans).expected_cost;
-            (plans, cost)
+    // The first plan (`super::incumbent`), from the relaxation's purchases rounded up and from
+    // each pool's own optimum: a cost for branch and bound to beat, and the answer when it
+    // finds nothing cheaper.
+    let alone_plans: Vec<&PoolPlan> = alone
+        .iter()
+        .filter_map(|o| match o {
+            PoolOutcome::Planned { plan, .. } => Some(plan),
+            _ => None,
         })
-    };
-    let incumbent = (relaxed.status == MipStatus::Optimal)
-        .then(|| first(&relaxed.values))
-        .flatten();
+        .collect();
+    let candidates = [
+        (relaxed.status == MipStatus::Optimal)
+            .then(|| incumbent::rounded_up(&models, &offsets, &relaxed.values))
+            .flatten(),
+        (alone_plans.len() == data.len())
+            .then(|| incumbent::purchases_of(&data, &alone_plans))
+            .flatten(),
+    ];
+    let mut incumbent: Option<(Vec<PoolPlan>, f64)> = None;
+    for chosen in candidates.into_iter().flatten() {
+        let now = Instant::now();
+        let trim_until = deadline.map(|d| now + d.saturating_duration_since(now) / 8);
+        let Some(plans) = incumbent::first_plan(v, &data, &models, chosen, deadline, trim_until)
+        else {
+            continue;
+        };
+        let cost = super::plan::solution(v, &plans).expected_cost;
+        tracing::debug!(cost, "a first plan for coupled pools");
+        if incumbent.as_ref().is_none_or(|(_, best)| cost < *best) {
+            incumbent = Some((plans, cost));
+        }
+    }
+    // Each pool's optimum alone, without the limits, is a lower bound on its share.
+    let alone_bound: f64 = alone
+        .iter()
+        .map(|o| match o {
+            PoolOutcome::Planned { bound, .. } => *bound,
+            _ => f64::NEG_INFINITY,
+        })
+        .sum();
+    // With every purchase fixed (the baselines), the first plan chose each segment's
+    // instances exactly, and the segments are independent: it is the optimum.
+    let fixed = data
+        .iter()
+        .flat_map(|d| &d.terms)
+        .flat_map(|t| &t.starts)
+        .all(|s| s.lower == s.upper);
+    if fixed && let Some((plans, cost)) = incumbent {
+        return planned_outcomes(plans, cost, true);
+    }
     // Nodes that cannot beat the first plan by more than half the optimality gap are pruned, so
     // a search that ends without a plan proves the first one optimal.
     let cutoff = incumbent
         .as_ref()
         .map(|(_, cost)| cost - constant - 0.5 * super::OPTIMALITY_GAP * cost.abs());
     let result = mip::solve(&mip, limits(cutoff));
-    let bound = result.bound.max(relaxed.bound) + constant;
+    let bound = (result.bound.max(relaxed.bound) + constant).max(alone_bound);
     tracing::debug!(
         pools = scopes.len(),
         columns = mip.num_cols(),
@@ -213,17 +256,6 @@ pub(crate) fn solve_group(
         status = ?result.status,
         "coupled pools solved"
     );
-    let planned = |plans: Vec<PoolPlan>, bound: f64, proven: bool| {
-        plans
-            .into_iter()
-            .enumerate()
-            .map(|(i, plan)| PoolOutcome::Planned {
-                plan,
-                bound: if i == 0 { bound } else { 0.0 },
-                proven,
-            })
-            .collect()
-    };
     match (result.status, incumbent) {
         (MipStatus::Optimal | MipStatus::Feasible, incumbent) => {
             let plans: Vec<PoolPlan> = models
@@ -233,16 +265,20 @@ pub(crate) fn solve_group(
                 .collect();
             let cost = super::plan::solution(v, &plans).expected_cost;
             match incumbent {
-                Some((first, first_cost)) if first_cost < cost => planned(first, bound, false),
-                _ => planned(plans, bound, result.status == MipStatus::Optimal),
+                Some((first, first_cost)) if first_cost < cost => {
+                    planned_outcomes(first, bound, false)
+                }
+                _ => planned_outcomes(plans, bound, result.status == MipStatus::Optimal),
             }
         }
         // Nothing cheaper than the first plan by half the gap: it is optimal.
         (MipStatus::Infeasible, Some((plans, cost))) => {
-            let proven = (relaxed.bound + constant).max(cutoff.unwrap_or(cost) + constant);
-            planned(plans, proven.min(cost), true)
+            let proven = (relaxed.bound + constant)
+                .max(cutoff.unwrap_or(cost) + constant)
+                .max(alone_bound);
+            planned_outcomes(plans, proven.min(cost), true)
         }
-        (MipStatus::NoSolution, Some((plans, _))) => planned(plans, bound, false),
+        (MipStatus::NoSolution, Some((plans, _))) => planned_outcomes(plans, bound, false),
         (MipStatus::NoSolution, None) => vec![PoolOutcome::OutOfTime(format!(
             "no plan for pools {} (coupled by shared limits) was found in the time limit; allow more time",
             names(v, scopes)
@@ -253,6 +289,19 @@ pub(crate) fn solve_group(
             limit_names(v, scopes)
         ))],
     }
+}
+
+/// One outcome per pool of the group, the group's bound carried by the first.
+fn planned_outcomes(plans: Vec<PoolPlan>, bound: f64, proven: bool) -> Vec<PoolOutcome> {
+    plans
+        .into_iter()
+        .enumerate()
+        .map(|(i, plan)| PoolOutcome::Planned {
+            plan,
+            bound: if i == 0 { bound } else { 0.0 },
+            proven,
+        })
+        .collect()
 }
 
 /// Each scope's pool data, all cut at every breakpoint of the others.

@@ -22,96 +22,251 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
-use crate::problem::{OfferKind, Validated};
+use crate::problem::{OfferKind, Validated, pieces::fewest_pieces};
 
 use super::mip::{self, Mip, MipLimits, MipStatus};
 use super::model::{PoolModel, PoolPlan};
 use super::pool::PoolData;
 
-/// The plan made from `relaxed` (the joint program's relaxed values; model i's columns start at
-/// `offsets[i]`), one per pool of the group, or `None` when rounding its purchases up breaks a
-/// limit that no choice of hourly instances can repair.
-pub(crate) fn rounded_plan(
-    v: &Validated,
-    data: &[PoolData],
+/// The purchases of `relaxed` (the joint program's relaxed values; model i's columns start at
+/// `offsets[i]`), each rounded up to a whole purchase its rules allow, per pool as
+/// `(index into data.terms, index into its starts, instances)`.
+pub(crate) fn rounded_up(
     models: &[PoolModel],
     offsets: &[usize],
     relaxed: &[f64],
-    deadline: Option<Instant>,
-) -> Option<Vec<PoolPlan>> {
-    let chosen: Vec<Vec<(usize, usize, u32)>> = models
+) -> Option<Vec<Vec<(usize, usize, u32)>>> {
+    models
         .iter()
         .zip(offsets)
         .map(|(m, &o)| m.purchases_rounded_up(&relaxed[o..o + m.mip.num_cols()]))
-        .collect::<Option<_>>()?;
-    let term: Vec<Vec<u64>> = models
-        .iter()
-        .zip(&chosen)
-        .map(|(m, c)| m.term_units(c))
-        .collect();
-    let limits = Limits::new(v);
-    let timeline = &data[0].timeline;
-    let scenarios = data[0].scenarios();
-    // counts[i][k][h][j]: instances of pool i's hourly offer h in scenario k, segment j.
-    let mut counts: Vec<Vec<Vec<Vec<u32>>>> = data
-        .iter()
-        .map(|d| {
-            (0..scenarios)
-                .map(|k| vec![vec![0u32; d.timeline.segments()]; d.hourly[k].len()])
+        .collect()
+}
+
+/// The purchases of `plans` (each pool's optimum alone, without the limits) in the same form,
+/// or `None` if one is not a start of the group's model.
+pub(crate) fn purchases_of(
+    data: &[PoolData],
+    plans: &[&PoolPlan],
+) -> Option<Vec<Vec<(usize, usize, u32)>>> {
+    data.iter()
+        .zip(plans)
+        .map(|(d, plan)| {
+            plan.purchases
+                .iter()
+                .map(|&(offer, start, n)| {
+                    let t = d.terms.iter().position(|t| t.offer == offer)?;
+                    let s = d.terms[t].starts.iter().position(|s| s.start == start)?;
+                    Some((t, s, n))
+                })
                 .collect()
         })
-        .collect();
-    let mut solved: HashMap<Asked, Mixes> = HashMap::new();
-    for j in 0..timeline.segments() {
-        let hour = timeline.start(j);
-        let held = limits.held(data, &chosen, hour)?;
-        // `k` indexes the scenario of every pool's data, model and counts alike.
-        #[allow(clippy::needless_range_loop)]
-        for k in 0..scenarios {
+        .collect()
+}
+
+/// The plan with purchases `chosen` and, in every segment, the cheapest hourly instances within
+/// the limits, one per pool of the group; `None` when the purchases break a limit that no
+/// choice of hourly instances can repair. Until `trim_until`, purchases are then made one
+/// instance smaller, one at a time, wherever that lowers the plan's cost.
+pub(crate) fn first_plan(
+    v: &Validated,
+    data: &[PoolData],
+    models: &[PoolModel],
+    chosen: Vec<Vec<(usize, usize, u32)>>,
+    deadline: Option<Instant>,
+    trim_until: Option<Instant>,
+) -> Option<Vec<PoolPlan>> {
+    let mut search = Search {
+        data,
+        models,
+        limits: Limits::new(v),
+        deadline,
+        solved: HashMap::new(),
+    };
+    let mut state = search.start(chosen)?;
+    search.trim(&mut state, trim_until);
+    Some(state.plans(data, models))
+}
+
+/// The hourly side of a first plan: each segment's instances for given purchases, with the
+/// segments that need a joint choice solved once per distinct question.
+struct Search<'a> {
+    data: &'a [PoolData],
+    models: &'a [PoolModel<'a>],
+    limits: Limits,
+    deadline: Option<Instant>,
+    solved: HashMap<Asked, Mixes>,
+}
+
+/// Purchases and, per segment of the common timeline, each scenario's instances and the
+/// segment's expected hourly cost.
+struct State {
+    chosen: Vec<Vec<(usize, usize, u32)>>,
+    segments: Vec<(Vec<Mixes>, f64)>,
+}
+
+impl Search<'_> {
+    fn start(&mut self, chosen: Vec<Vec<(usize, usize, u32)>>) -> Option<State> {
+        let segments = (0..self.data[0].timeline.segments())
+            .map(|j| self.segment(&chosen, j))
+            .collect::<Option<_>>()?;
+        Some(State { chosen, segments })
+    }
+
+    /// Segment j's instances (per scenario) and expected cost for the purchases `chosen`, or
+    /// `None` when the limits leave no way to cover it.
+    fn segment(
+        &mut self,
+        chosen: &[Vec<(usize, usize, u32)>],
+        j: usize,
+    ) -> Option<(Vec<Mixes>, f64)> {
+        let data = self.data;
+        let hour = data[0].timeline.start(j);
+        let held = self.limits.held(data, chosen, hour)?;
+        let term: Vec<u64> = data
+            .iter()
+            .zip(chosen)
+            .map(|(d, chosen)| {
+                chosen
+                    .iter()
+                    .filter(|&&(t, s, _)| {
+                        let start = &d.terms[t].starts[s];
+                        start.start <= hour && hour < start.end
+                    })
+                    .map(|&(t, _, n)| u64::from(d.terms[t].gpus / d.unit) * u64::from(n))
+                    .sum()
+            })
+            .collect();
+        let len = f64::from(data[0].timeline.len(j));
+        let mut per_scenario = Vec::with_capacity(data[0].scenarios());
+        let mut cost = 0.0;
+        for k in 0..data[0].scenarios() {
             let asked: Vec<(u64, u64)> = data
                 .iter()
                 .zip(&term)
-                .map(|(d, t)| {
-                    let s = d.timeline.segment_at(hour);
-                    let (f, all) = d.units(k, s);
-                    (f.saturating_sub(t[s]), all.saturating_sub(t[s]))
+                .map(|(d, &t)| {
+                    let (f, all) = d.units(k, d.timeline.segment_at(hour));
+                    (f.saturating_sub(t), all.saturating_sub(t))
                 })
                 .collect();
-            let alone: Option<Vec<Vec<u32>>> = models
+            let alone: Option<Mixes> = self
+                .models
                 .iter()
                 .zip(&asked)
                 .map(|(m, &(f, d))| m.hourly_mix(k, f, d))
                 .collect();
             let mixes = match alone {
-                Some(mixes) if limits.kept(data, k, &mixes, &held) => mixes,
+                Some(mixes) if self.limits.kept(data, k, &mixes, &held) => mixes,
                 _ => {
                     let key = (k, asked, held.clone());
-                    match solved.get(&key) {
+                    match self.solved.get(&key) {
                         Some(mixes) => mixes.clone(),
                         None => {
-                            let mixes = together(data, k, &key.1, &limits, &held, deadline)?;
-                            solved.insert(key, mixes.clone());
+                            let mixes =
+                                together(data, k, &key.1, &self.limits, &held, self.deadline)?;
+                            self.solved.insert(key, mixes.clone());
                             mixes
                         }
                     }
                 }
             };
-            for (i, mix) in mixes.iter().enumerate() {
-                let s = data[i].timeline.segment_at(hour);
-                for (h, &n) in mix.iter().enumerate() {
-                    counts[i][k][h][s] = n;
+            let hourly: f64 = data
+                .iter()
+                .zip(&mixes)
+                .flat_map(|(d, mix)| d.hourly[k].iter().zip(mix))
+                .map(|(o, &n)| o.price * f64::from(n))
+                .sum();
+            cost += data[0].probability[k] * len * hourly;
+            per_scenario.push(mixes);
+        }
+        Some((per_scenario, cost))
+    }
+
+    /// Makes purchases one instance smaller while that lowers the cost (term cost saved
+    /// against the hourly cost added in the purchase's window), until `until`.
+    fn trim(&mut self, state: &mut State, until: Option<Instant>) {
+        let data = self.data;
+        let timeline = &data[0].timeline;
+        for (i, pool) in data.iter().enumerate() {
+            for p in 0..state.chosen[i].len() {
+                loop {
+                    if until.is_some_and(|u| Instant::now() >= u) {
+                        return;
+                    }
+                    let (t, s, n) = state.chosen[i][p];
+                    let term = &pool.terms[t];
+                    let start = &term.starts[s];
+                    if n == 0 || n - 1 < start.lower {
+                        break;
+                    }
+                    let pieces = |n: u32| match term.pieces {
+                        Some(p) => {
+                            let k = fewest_pieces(n, p.max);
+                            (p.min.max(1) * k <= n).then_some(f64::from(k) * p.cost)
+                        }
+                        None => Some(0.0),
+                    };
+                    let (Some(before), Some(after)) = (pieces(n), pieces(n - 1)) else {
+                        break;
+                    };
+                    let saved = term.cost + before - after;
+                    state.chosen[i][p].2 = n - 1;
+                    let window = timeline.segment_at(start.start)..timeline.point(start.end);
+                    let trial: Option<Vec<(Vec<Mixes>, f64)>> = window
+                        .clone()
+                        .map(|j| self.segment(&state.chosen, j))
+                        .collect();
+                    let better = trial.filter(|trial| {
+                        let added: f64 = trial.iter().map(|s| s.1).sum::<f64>()
+                            - state.segments[window.clone()]
+                                .iter()
+                                .map(|s| s.1)
+                                .sum::<f64>();
+                        added < saved - 1e-9 * saved.abs().max(1.0)
+                    });
+                    match better {
+                        Some(trial) => {
+                            for (j, segment) in window.zip(trial) {
+                                state.segments[j] = segment;
+                            }
+                        }
+                        None => {
+                            state.chosen[i][p].2 = n;
+                            break;
+                        }
+                    }
                 }
             }
         }
     }
-    Some(
+}
+
+impl State {
+    fn plans(self, data: &[PoolData], models: &[PoolModel]) -> Vec<PoolPlan> {
+        let timeline = &data[0].timeline;
         models
             .iter()
-            .zip(&chosen)
-            .zip(counts)
-            .map(|((m, c), counts)| m.plan_of(c, &counts))
-            .collect(),
-    )
+            .zip(data)
+            .zip(&self.chosen)
+            .enumerate()
+            .map(|(i, ((m, d), chosen))| {
+                let scenarios = d.scenarios();
+                let mut counts: Vec<Vec<Vec<u32>>> = (0..scenarios)
+                    .map(|k| vec![vec![0u32; d.timeline.segments()]; d.hourly[k].len()])
+                    .collect();
+                for (j, (per_scenario, _)) in self.segments.iter().enumerate() {
+                    let s = d.timeline.segment_at(timeline.start(j));
+                    for (k, mixes) in per_scenario.iter().enumerate() {
+                        for (h, &n) in mixes[i].iter().enumerate() {
+                            counts[k][h][s] = n;
+                        }
+                    }
+                }
+                let chosen: Vec<_> = chosen.iter().copied().filter(|c| c.2 > 0).collect();
+                m.plan_of(&chosen, &counts)
+            })
+            .collect()
+    }
 }
 
 /// What one segment asks of the group: the scenario, each pool's (firm, all) units beyond its
@@ -306,8 +461,10 @@ mod tests {
             },
         );
         assert_eq!(relaxed.status, MipStatus::Optimal);
-        let plans = super::rounded_plan(&v, &data, &models, &offsets, &relaxed.values, None)
-            .expect("a first plan");
+        let chosen =
+            super::rounded_up(&models, &offsets, &relaxed.values).expect("whole purchases");
+        let plans =
+            super::first_plan(&v, &data, &models, chosen, None, None).expect("a first plan");
         assert!(coupled::keeps_limits(&v, &plans.iter().collect::<Vec<_>>()));
         let cost = crate::solver::plan::solution(&v, &plans).expected_cost;
         let constant: f64 = models.iter().map(|m| m.constant).sum();

@@ -217,7 +217,7 @@ fn run(v: &Validated, scopes: Vec<Scope>, options: &SolveOptions) -> Outcome {
                             if coupled::alone_suffices(v, &alone) {
                                 alone
                             } else {
-                                coupled::solve_group(v, group, options, deadline)
+                                coupled::solve_group(v, group, &alone, options, deadline)
                             }
                         } else {
                             vec![solve_pool(v, &group[0], options, deadline)]

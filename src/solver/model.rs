@@ -373,12 +373,6 @@ impl<'a> PoolModel<'a> {
         Some(out)
     }
 
-    /// Term units per segment of the purchases `chosen` (as [`PoolModel::purchases_rounded_up`]
-    /// gives them).
-    pub fn term_units(&self, chosen: &[(usize, usize, u32)]) -> Vec<u64> {
-        term_units(self.data, chosen)
-    }
-
     /// The least-cost on-demand and spot instances (per hourly offer of scenario k) adding
     /// `firm` and `all` units, without shared limits; `None` when the offers' own limits cannot.
     pub fn hourly_mix(&self, k: usize, firm: u64, all: u64) -> Option<Vec<u32>> {
