@@ -246,8 +246,8 @@ fn make_with(
     let mut validated = validated;
     let mut quota_increases = Vec::new();
     // Only quotas the problem carries can hold the plan back (the others could never be used
-    // up), and a plan that stopped at its time limit is not compared.
-    if planned.quotas.iter().any(|q| q.binding) && solution.status != problem::Status::Feasible {
+    // up).
+    if planned.quotas.iter().any(|q| q.binding) {
         // What more quota would do: needed to cover the demand, or cheaper.
         progress.step("solving again without the quotas, to see what more quota would do");
         let relaxed_problem = quota::without_quotas(&planned.problem, &planned.quotas);
@@ -263,11 +263,14 @@ fn make_with(
             (problem::Status::Infeasible, problem::Status::Optimal | problem::Status::Feasible) => {
                 Some(quota::Why::Needed)
             }
-            (problem::Status::Optimal, problem::Status::Optimal)
-                if solution.expected_cost - relaxed.expected_cost >= 1.0 =>
-            {
+            // What is proven: no plan within the quotas costs less than the bound, and the plan
+            // without them costs what it costs (either may have stopped at the time limit).
+            (
+                problem::Status::Optimal | problem::Status::Feasible,
+                problem::Status::Optimal | problem::Status::Feasible,
+            ) if solution.bound.min(solution.expected_cost) - relaxed.expected_cost >= 1.0 => {
                 Some(quota::Why::Saves(
-                    solution.expected_cost - relaxed.expected_cost,
+                    solution.bound.min(solution.expected_cost) - relaxed.expected_cost,
                 ))
             }
             _ => None,

@@ -127,7 +127,7 @@ pub fn increases(
                 rfc3339(first_needed)
             ),
             Why::Saves(saving) => format!(
-                "a plan with this increase (and the others listed) costs {} less",
+                "a plan with this increase (and the others listed) costs at least {} less",
                 crate::render::plan_view::money(saving)
             ),
         };
