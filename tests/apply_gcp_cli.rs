@@ -802,15 +802,98 @@ fn a_plan_with_a_gcp_run_makes_one_template_and_one_group_of_the_planned_size() 
 
 #[test]
 fn killed_at_every_journal_boundary_then_rerun_makes_the_pool_exactly_once() {
-    // Two reservations (intent, sent, operation, done each), the pool's creation and its
-    // resize (intent, sent, done each).
-    kill_at_every_journal_boundary(Project::with_pool, 14, |project, peer, context| {
+    // Two reservations (intent, sent, operation, done each: 8), the pool's creation (intent,
+    // sent, the template's and the group's insert Operations, done: 5) and its resize
+    // (intent, sent, the resize's Operation, done: 4).
+    kill_at_every_journal_boundary(Project::with_pool, 17, |project, peer, context| {
         assert_created_once(peer, context);
         assert_pool_once(peer, context);
         assert_eq!(peer.calls("templates.insert"), 1, "{context}");
         assert_eq!(peer.calls("groups.insert"), 1, "{context}");
         assert_eq!(pools_in_state(project).len(), 1, "{context}");
     });
+}
+
+#[test]
+fn killed_while_waiting_on_a_resize_the_rerun_waits_on_its_operation_and_resizes_once() {
+    // Where the journal records the resize's Operation.
+    let probe = Project::with_pool();
+    let probe_peer = GcePeer::start(&json!({}));
+    let run = probe.apply(&probe_peer, &[]);
+    assert!(run.status.success(), "{}", text(&run.stderr));
+    let journal = journal_of(&probe);
+    let at = journal
+        .iter()
+        .position(|r| {
+            r["step"] == "operation" && r["api"] == "gcp:regionInstanceGroupManagers.resize"
+        })
+        .expect("an operation record for the pool's resize");
+    for api in [
+        "gcp:regionInstanceGroupManagers.insert",
+        "gcp:regionInstanceGroupManagers.resize",
+    ] {
+        let ops: Vec<&Value> = journal
+            .iter()
+            .filter(|r| r["step"] == "operation" && r["api"] == api)
+            .collect();
+        assert!(!ops.is_empty(), "no operation record for {api}");
+        for op in ops {
+            assert!(
+                op["request_id"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("regions/us-central1/operations/operation-"),
+                "{op}"
+            );
+        }
+    }
+
+    // Killed right after that record, the Operation still running (it needs 40 looks, and
+    // every read in the region is one).
+    let project = Project::with_pool();
+    let peer = GcePeer::start(&json!({ "op_steps": 40 }));
+    assert!(apply_and_kill_at(&project, &peer, at as u64 + 1));
+    assert_eq!(peer.calls("groups.resize"), 1);
+    let last = journal_of(&project).pop().unwrap();
+    assert_eq!(last["step"], "operation", "{last}");
+    assert_eq!(
+        last["api"], "gcp:regionInstanceGroupManagers.resize",
+        "{last}"
+    );
+    let noted = last["request_id"].as_str().unwrap().to_string();
+    let before = peer.record()["log"].as_array().unwrap().len();
+    peer.configure(&json!({ "op_steps": 2 }));
+    force_unlock(&project, &peer);
+    let rerun = project.apply(&peer, &[]);
+    let (out, err) = (text(&rerun.stdout), text(&rerun.stderr));
+    assert!(rerun.status.success(), "{out}\n{err}");
+    assert!(
+        err.contains("waiting on regions/us-central1/operations/"),
+        "{err}"
+    );
+    // The re-run's first call waits on the journalled Operation; the group is at its size
+    // then, so the resize is not sent again.
+    let record = peer.record();
+    let first = &record["log"].as_array().unwrap()[before];
+    assert_eq!(first["op"], "regionOperations.wait", "{first}");
+    assert!(
+        first["path"]
+            .as_str()
+            .unwrap()
+            .ends_with(&format!("/{}/wait", noted.rsplit('/').next().unwrap())),
+        "{first} vs {noted}"
+    );
+    assert_eq!(peer.counts("group_resizes").get(POOL_NAME), Some(&1));
+    assert_eq!(peer.calls("groups.resize"), 1);
+    assert_pool_once(&peer, "after the resumed wait");
+}
+
+fn journal_of(project: &Project) -> Vec<Value> {
+    std::fs::read_to_string(project.path(".gpucap/journal.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
 }
 
 #[test]

@@ -1367,6 +1367,7 @@ impl<'a> Executor<'a> {
                 .unwrap_or(pool.peak)
                 .max(pool.on_demand + pool.spot)
                 .max(1),
+            flex_start: None,
         };
         let size = PoolSize {
             on_demand: pool.on_demand,

@@ -40,7 +40,7 @@ use gpucap_provider::capacity::{
 
 use super::GcpCapacity;
 use super::names;
-use super::ops::{Scope, classify, kind_of_reason, refuse};
+use super::ops::{Scope, classify, kind_of_reason, note, refuse};
 
 const TEMPLATE_INSERT: &str = "regionInstanceTemplates.insert";
 const TEMPLATE_GET: &str = "regionInstanceTemplates.get";
@@ -270,6 +270,7 @@ impl GcpCapacity {
             .await;
         let outcome = match sent {
             Ok(op) => {
+                note(Scope::Region(region), &op);
                 self.follow(TEMPLATE_INSERT, Scope::Region(region), op)
                     .await
             }
@@ -351,7 +352,10 @@ impl GcpCapacity {
             .send()
             .await;
         let outcome = match sent {
-            Ok(op) => self.follow(GROUP_INSERT, Scope::Region(region), op).await,
+            Ok(op) => {
+                note(Scope::Region(region), &op);
+                self.follow(GROUP_INSERT, Scope::Region(region), op).await
+            }
             Err(e) => Err(classify(GROUP_INSERT, &e, true)),
         };
         match outcome {
@@ -488,6 +492,7 @@ impl GcpCapacity {
                 .await
                 .map_err(|e| classify(RESIZE, &e, true))?;
             let op_name = op.name.clone();
+            note(Scope::Region(region), &op);
             self.follow(RESIZE, Scope::Region(region), op).await?;
             let after = self.group(region, &name).await?.ok_or_else(|| {
                 refuse(
@@ -834,6 +839,7 @@ mod tests {
             security_groups: vec!["train".into()],
             capacity_reservations: reservations.iter().map(|r| r.to_string()).collect(),
             max_size: 4,
+            flex_start: None,
         }
     }
 
