@@ -45,6 +45,7 @@
 //! block's (it is made `specificReservationRequired`).
 
 mod commitments;
+mod flex;
 mod future;
 pub mod names;
 mod ops;
@@ -54,8 +55,9 @@ mod reservations;
 use std::time::Duration;
 
 use google_cloud_compute_v1::client::{
-    FutureReservations, MachineTypes, RegionCommitments, RegionInstanceGroupManagers,
-    RegionInstanceTemplates, RegionOperations, Reservations as ReservationsClient, ZoneOperations,
+    FutureReservations, MachineTypes, RegionCommitments, RegionInstanceGroupManagerResizeRequests,
+    RegionInstanceGroupManagers, RegionInstanceTemplates, RegionOperations,
+    Reservations as ReservationsClient, ZoneOperations,
 };
 use google_cloud_gax::retry_policy::NeverRetry;
 use gpucap_provider::capacity::{ActError, ActErrorKind, ActResult};
@@ -142,6 +144,7 @@ pub struct GcpCapacity {
     operations: ZoneOperations,
     templates: RegionInstanceTemplates,
     groups: RegionInstanceGroupManagers,
+    resize_requests: RegionInstanceGroupManagerResizeRequests,
     region_operations: RegionOperations,
     future: FutureReservations,
     commitments: RegionCommitments,
@@ -183,6 +186,9 @@ impl GcpCapacity {
         let mut groups = RegionInstanceGroupManagers::builder()
             .with_credentials(creds.clone())
             .with_retry_policy(NeverRetry);
+        let mut resize_requests = RegionInstanceGroupManagerResizeRequests::builder()
+            .with_credentials(creds.clone())
+            .with_retry_policy(NeverRetry);
         let mut region_operations = RegionOperations::builder()
             .with_credentials(creds.clone())
             .with_retry_policy(NeverRetry);
@@ -200,6 +206,7 @@ impl GcpCapacity {
             operations = operations.with_endpoint(url);
             templates = templates.with_endpoint(url);
             groups = groups.with_endpoint(url);
+            resize_requests = resize_requests.with_endpoint(url);
             region_operations = region_operations.with_endpoint(url);
             future = future.with_endpoint(url);
             commitments = commitments.with_endpoint(url);
@@ -210,6 +217,7 @@ impl GcpCapacity {
             operations: operations.build().await.map_err(build_err)?,
             templates: templates.build().await.map_err(build_err)?,
             groups: groups.build().await.map_err(build_err)?,
+            resize_requests: resize_requests.build().await.map_err(build_err)?,
             region_operations: region_operations.build().await.map_err(build_err)?,
             future: future.build().await.map_err(build_err)?,
             commitments: commitments.build().await.map_err(build_err)?,

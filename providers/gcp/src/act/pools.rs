@@ -27,15 +27,16 @@
 
 use google_cloud_compute_v1::model::{
     AttachedDisk, AttachedDiskInitializeParams, DistributionPolicy,
-    DistributionPolicyZoneConfiguration, InstanceGroupManager, InstanceGroupManagerUpdatePolicy,
+    DistributionPolicyZoneConfiguration, InstanceGroupManager,
+    InstanceGroupManagerInstanceLifecyclePolicy, InstanceGroupManagerUpdatePolicy,
     InstanceProperties, InstanceTemplate, ManagedInstance, NetworkInterface, ReservationAffinity,
-    Scheduling, Tags, distribution_policy, instance_group_manager_update_policy, managed_instance,
-    reservation_affinity, scheduling,
+    Scheduling, Tags, distribution_policy, instance_group_manager_instance_lifecycle_policy,
+    instance_group_manager_update_policy, managed_instance, reservation_affinity, scheduling,
 };
 use gpucap_provider::BoxFuture;
 use gpucap_provider::capacity::{
-    ActError, ActErrorKind, ActResult, CloudResource, Done, Idempotency, Placement, PoolSize,
-    PoolSpec, Pools, ResourceKind, tag,
+    ActError, ActErrorKind, ActResult, CloudResource, Done, FlexStart, Idempotency, Placement,
+    PoolSize, PoolSpec, Pools, ResourceKind, tag,
 };
 
 use super::GcpCapacity;
@@ -43,19 +44,19 @@ use super::names;
 use super::ops::{Scope, classify, kind_of_reason, note, refuse};
 
 const TEMPLATE_INSERT: &str = "regionInstanceTemplates.insert";
-const TEMPLATE_GET: &str = "regionInstanceTemplates.get";
+pub(super) const TEMPLATE_GET: &str = "regionInstanceTemplates.get";
 const GROUP_INSERT: &str = "regionInstanceGroupManagers.insert";
-const GROUP_GET: &str = "regionInstanceGroupManagers.get";
+pub(super) const GROUP_GET: &str = "regionInstanceGroupManagers.get";
 const GROUP_LIST: &str = "regionInstanceGroupManagers.list";
-const RESIZE: &str = "regionInstanceGroupManagers.resize";
+pub(super) const RESIZE: &str = "regionInstanceGroupManagers.resize";
 const LIST_MANAGED: &str = "regionInstanceGroupManagers.listManagedInstances";
 /// The longest `baseInstanceName` Compute Engine takes.
 const MAX_BASE_NAME: usize = 58;
 
 /// What one group runs now, as `listManagedInstances` says.
 #[derive(Debug, Default)]
-struct Running {
-    running: u32,
+pub(super) struct Running {
+    pub(super) running: u32,
     /// Instances listed at all (right after a resize, not every one may show yet).
     listed: u32,
     /// Instances still being created, restarted, … (`currentAction` other than `NONE`).
@@ -64,7 +65,7 @@ struct Running {
     error: Option<(String, String)>,
 }
 
-fn not_ours(api: &str, what: &str, region: &str, name: &str) -> ActError {
+pub(super) fn not_ours(api: &str, what: &str, region: &str, name: &str) -> ActError {
     refuse(
         api,
         ActErrorKind::Other,
@@ -86,14 +87,14 @@ fn pool_id(group: &InstanceGroupManager) -> String {
 }
 
 /// What the template says the machines are.
-fn machine_of(t: Option<&InstanceTemplate>) -> String {
+pub(super) fn machine_of(t: Option<&InstanceTemplate>) -> String {
     t.and_then(|t| t.properties.as_ref())
         .and_then(|p| p.machine_type.clone())
         .unwrap_or_default()
 }
 
 /// A pool as gpucap describes it: its on-demand group, with the spot group's size added.
-fn resource(
+pub(super) fn resource(
     region: &str,
     group: &InstanceGroupManager,
     spot: Option<&InstanceGroupManager>,
@@ -151,6 +152,14 @@ fn template_properties(spec: &PoolSpec, spot: bool) -> InstanceProperties {
         s.automatic_restart = Some(false);
         affinity.consume_reservation_type =
             Some(reservation_affinity::ConsumeReservationType::NoReservation);
+    } else if spec.flex_start.is_some() {
+        // Flex-start VMs (DWS): queued until capacity frees up, deleted at the end of their
+        // run duration (the resize request's), never restarted, and they take no reservation.
+        s.provisioning_model = Some(scheduling::ProvisioningModel::FlexStart);
+        s.instance_termination_action = Some(scheduling::InstanceTerminationAction::Delete);
+        s.automatic_restart = Some(false);
+        affinity.consume_reservation_type =
+            Some(reservation_affinity::ConsumeReservationType::NoReservation);
     } else {
         s.provisioning_model = Some(scheduling::ProvisioningModel::Standard);
         s.automatic_restart = Some(true);
@@ -200,7 +209,11 @@ impl GcpCapacity {
         )
     }
 
-    async fn template(&self, region: &str, name: &str) -> ActResult<Option<InstanceTemplate>> {
+    pub(super) async fn template(
+        &self,
+        region: &str,
+        name: &str,
+    ) -> ActResult<Option<InstanceTemplate>> {
         match self
             .templates
             .get()
@@ -218,7 +231,11 @@ impl GcpCapacity {
         }
     }
 
-    async fn group(&self, region: &str, name: &str) -> ActResult<Option<InstanceGroupManager>> {
+    pub(super) async fn group(
+        &self,
+        region: &str,
+        name: &str,
+    ) -> ActResult<Option<InstanceGroupManager>> {
         match self
             .groups
             .get()
@@ -301,6 +318,7 @@ impl GcpCapacity {
         template: &str,
         zones: &[String],
         key: &str,
+        flex_start: bool,
     ) -> ActResult<InstanceGroupManager> {
         let check = |g: InstanceGroupManager| {
             if names::owned(g.name.as_deref(), g.description.as_deref()) {
@@ -342,6 +360,15 @@ impl GcpCapacity {
         update.instance_redistribution_type =
             Some(instance_group_manager_update_policy::InstanceRedistributionType::None);
         body.update_policy = Some(update);
+        if flex_start {
+            // What Google's resize-request examples set: a VM that fails to start is left to
+            // the request (which fails or retries as a whole), not repaired one by one.
+            let mut lifecycle = InstanceGroupManagerInstanceLifecyclePolicy::default();
+            lifecycle.default_action_on_failure = Some(
+                instance_group_manager_instance_lifecycle_policy::DefaultActionOnFailure::DoNothing,
+            );
+            body.instance_lifecycle_policy = Some(lifecycle);
+        }
         let sent = self
             .groups
             .insert()
@@ -455,6 +482,7 @@ impl GcpCapacity {
                 &name,
                 &zones,
                 &format!("{token}:group"),
+                spec.flex_start.is_some(),
             )
             .await?;
         Ok(Done {
@@ -535,7 +563,7 @@ impl GcpCapacity {
     }
 
     /// Lists a group's instances until `want` run, one reports an error, or time is up.
-    async fn confirm(&self, region: &str, name: &str, want: u32) -> ActResult<Running> {
+    pub(super) async fn confirm(&self, region: &str, name: &str, want: u32) -> ActResult<Running> {
         let deadline = tokio::time::Instant::now() + self.config.operation_timeout;
         loop {
             let now = self.running(region, name).await?;
@@ -550,7 +578,18 @@ impl GcpCapacity {
         }
     }
 
-    async fn scale(&self, region: &str, pool: &str, size: PoolSize, dry_run: bool) -> ActResult {
+    /// Sizes a pool (absolute). `cancel_queued`: a flex-start pool's unfulfilled resize
+    /// requests that gpucap made are cancelled first when they would grow the on-demand group
+    /// past `size` ([`GcpCapacity::cancel_queued`]); `gpucap release` scaling to zero always
+    /// does.
+    pub(super) async fn scale(
+        &self,
+        region: &str,
+        pool: &str,
+        size: PoolSize,
+        dry_run: bool,
+        cancel_queued: bool,
+    ) -> ActResult {
         let name = names::pool_resource_name(pool, false);
         let Some(group) = self.group(region, &name).await? else {
             if dry_run {
@@ -597,6 +636,11 @@ impl GcpCapacity {
         }
         let template = self.template(region, &name).await?;
         let machine = machine_of(template.as_ref());
+        let group = if cancel_queued && super::flex::is_flex_start(template.as_ref()) {
+            self.cancel_queued(region, group, size.on_demand).await?
+        } else {
+            group
+        };
         let spot_group = match spot_group {
             Some(g) => Some(g),
             None if size.spot > 0 => {
@@ -640,6 +684,7 @@ impl GcpCapacity {
                         &spot_name,
                         &zones,
                         &format!("{key}:group"),
+                        false,
                     )
                     .await?,
                 )
@@ -765,7 +810,7 @@ impl GcpCapacity {
 }
 
 /// An insert that found the name taken (409, or an Operation error saying so).
-fn conflict(e: &ActError) -> bool {
+pub(super) fn conflict(e: &ActError) -> bool {
     matches!(
         e.code.as_deref(),
         Some("alreadyExists" | "RESOURCE_ALREADY_EXISTS" | "conflict")
@@ -820,7 +865,20 @@ impl Pools for GcpCapacity {
         dry_run: bool,
     ) -> BoxFuture<'_, ActResult> {
         let (region, name) = (region.to_string(), name.to_string());
-        Box::pin(async move { self.scale(&region, &name, size, dry_run).await })
+        Box::pin(async move { self.scale(&region, &name, size, dry_run, true).await })
+    }
+
+    fn request_pool(
+        &self,
+        region: &str,
+        name: &str,
+        size: PoolSize,
+        flex: FlexStart,
+        id: &Idempotency,
+        dry_run: bool,
+    ) -> BoxFuture<'_, ActResult> {
+        let (region, name, id) = (region.to_string(), name.to_string(), id.clone());
+        Box::pin(async move { self.flex(&region, &name, size, flex, &id, dry_run).await })
     }
 }
 
