@@ -100,8 +100,19 @@ impl Project {
         Project::make_with(pool, "")
     }
 
+    /// As [`Project::with_pool`], the pool flex-start (`flex_start = true` in its launch
+    /// settings): its on-demand run is asked for with a DWS resize request.
+    fn with_flex() -> Project {
+        Project::make_full(true, "flex_start = true\n", "")
+    }
+
     /// [`Project::make`] with `extra` (whole TOML tables) in the config.
     fn make_with(pool: bool, extra: &str) -> Project {
+        Project::make_full(pool, "", extra)
+    }
+
+    /// [`Project::make_with`] with `launch` (keys) added to the pool's launch settings.
+    fn make_full(pool: bool, launch: &str, extra: &str) -> Project {
         let dir = tempfile::tempdir().unwrap();
         let example = std::path::PathBuf::from(
             std::env::var_os("CARGO_MANIFEST_DIR")
@@ -142,14 +153,16 @@ dir = ".gpucap"
 gcp_project = "{PROJECT}"
 {}"#,
                 if pool {
-                    r#"
+                    format!(
+                        r#"
 [apply.pools.h100-gcp]
 image = "projects/deeplearning-platform-release/global/images/family/common-cu124"
 subnets = ["regions/us-central1/subnetworks/train"]
 security_groups = ["gpu-train"]
-"#
+{launch}"#
+                    )
                 } else {
-                    ""
+                    String::new()
                 }
             ),
         )
@@ -519,8 +532,18 @@ fn kill_at_every_journal_boundary(
     records: u64,
     check: impl Fn(&Project, &GcePeer, &str),
 ) {
+    kill_at_every_journal_boundary_with(make, &json!({}), records, check);
+}
+
+/// [`kill_at_every_journal_boundary`] with every peer started with `peer_config`.
+fn kill_at_every_journal_boundary_with(
+    make: fn() -> Project,
+    peer_config: &Value,
+    records: u64,
+    check: impl Fn(&Project, &GcePeer, &str),
+) {
     let probe = make();
-    let probe_peer = GcePeer::start(&json!({}));
+    let probe_peer = GcePeer::start(peer_config);
     let run = probe.apply(&probe_peer, &[]);
     assert!(run.status.success(), "{}", text(&run.stderr));
     let written = std::fs::read_to_string(probe.path(".gpucap/journal.jsonl"))
@@ -532,7 +555,7 @@ fn kill_at_every_journal_boundary(
     let started = Instant::now();
     for n in 1..=records {
         let project = make();
-        let peer = GcePeer::start(&json!({}));
+        let peer = GcePeer::start(peer_config);
         assert!(
             apply_and_kill_at(&project, &peer, n),
             "the run did not reach journal record {n}"
@@ -1300,4 +1323,173 @@ fn the_approval_gate_counts_a_gcp_block_and_commitment_as_irreversible_spend() {
     assert_purchases_once(&project, &peer, "approved");
     let audit = std::fs::read_to_string(project.path(".gpucap/audit.jsonl")).unwrap();
     assert!(audit.contains("Q1 training, ticket 42"), "{audit}");
+}
+
+/// The flex-start pool's one resize request, as the peer shows it: asked (inserted) once and
+/// made once.
+fn the_one_resize_request(peer: &GcePeer, context: &str) -> Value {
+    let requests = peer.resize_requests();
+    assert_eq!(requests.len(), 1, "{context}: {requests:?}");
+    let r = requests[0].clone();
+    let name = r["name"].as_str().unwrap().to_string();
+    assert!(name.starts_with("gpucap-flex-"), "{context}: {name}");
+    for what in ["resize_request_inserts", "resize_requests_created"] {
+        let counts = peer.counts(what);
+        assert_eq!(
+            counts,
+            std::collections::BTreeMap::from([(name.clone(), 1)]),
+            "{context}: {what}"
+        );
+    }
+    r
+}
+
+#[test]
+fn a_flex_start_pool_is_asked_for_once_pending_until_capacity_is_found_then_done() {
+    let project = Project::with_flex();
+    let peer = GcePeer::start(&json!({}));
+    let dry = project.apply(&peer, &["--dry-run"]);
+    let out = text(&dry.stdout);
+    assert!(dry.status.success(), "{out}\n{}", text(&dry.stderr));
+    assert!(out.contains("(flex-start)"), "{out}");
+    assert!(peer.resize_requests().is_empty());
+
+    // Asked for: queued, so pending (not done, not failed), and the run says so.
+    let run = project.apply(&peer, &[]);
+    let (out, err) = (text(&run.stdout), text(&run.stderr));
+    assert!(!run.status.success(), "pending is not done: {out}\n{err}");
+    assert!(out.contains("Pending (1)"), "{out}");
+    assert!(out.contains("resize request gpucap-flex-"), "{out}");
+    assert!(!out.contains("Not done"), "{out}");
+    let r = the_one_resize_request(&peer, "first run");
+    assert_eq!(r["state"], "ACCEPTED");
+    assert_eq!(r["resizeBy"], RUN_INSTANCES);
+    // No `max_run_duration`: until the run's end (14 days away), at most 7 days.
+    assert_eq!(r["requestedRunDuration"]["seconds"], "604800");
+    let t = &peer.templates()[0];
+    assert_eq!(
+        t["properties"]["scheduling"]["provisioningModel"],
+        "FLEX_START"
+    );
+    let g = &peer.groups()[0];
+    assert_eq!(g["targetSize"], 0, "queued: nothing runs yet");
+    assert_eq!(peer.calls("groups.resize"), 0, "{}", peer.record());
+    let audit = std::fs::read_to_string(project.path(".gpucap/audit.jsonl")).unwrap();
+    assert!(
+        audit.contains("gcp:regionInstanceGroupManagerResizeRequests.insert"),
+        "{audit}"
+    );
+
+    // Again while queued: looked at, not asked again.
+    let again = project.apply(&peer, &[]);
+    assert!(text(&again.stdout).contains("Pending (1)"));
+    the_one_resize_request(&peer, "second run");
+
+    // Capacity found: done, every instance running, still the one request.
+    peer.review_resize_request(
+        &json!({ "region": "us-central1", "group": POOL_NAME, "state": "SUCCEEDED" }),
+    );
+    let done = project.apply(&peer, &[]);
+    let (out, err) = (text(&done.stdout), text(&done.stderr));
+    assert!(done.status.success(), "{out}\n{err}");
+    assert!(
+        out.contains("(flex-start, resize request gpucap-flex-"),
+        "{out}"
+    );
+    assert!(out.contains("3 running"), "{out}");
+    let r = the_one_resize_request(&peer, "fulfilled");
+    assert_eq!(r["state"], "SUCCEEDED");
+    let g = &peer.groups()[0];
+    assert_eq!(g["targetSize"], RUN_INSTANCES);
+    assert_eq!(g["_running"], RUN_INSTANCES);
+    assert_eq!(peer.calls("groups.resize"), 0);
+}
+
+#[test]
+fn killed_at_every_journal_boundary_then_rerun_asks_for_exactly_one_resize_request() {
+    // Two reservations (8 records), the pool's creation (intent, sent, the template's and
+    // the group's insert Operations, done: 5) and its resize request (intent, sent, the
+    // insert's Operation, done: 4). Compute Engine finds the capacity at the first look
+    // after the request is queued, so every run ends done.
+    kill_at_every_journal_boundary_with(
+        Project::with_flex,
+        &json!({ "flex_steps": 1 }),
+        17,
+        |project, peer, context| {
+            assert_created_once(peer, context);
+            let r = the_one_resize_request(peer, context);
+            assert_eq!(r["state"], "SUCCEEDED", "{context}");
+            assert_eq!(peer.calls("resizeRequests.insert"), 1, "{context}");
+            let g = &peer.groups()[0];
+            assert_eq!(g["targetSize"], RUN_INSTANCES, "{context}");
+            assert_eq!(peer.calls("groups.resize"), 0, "{context}");
+            assert_eq!(pools_in_state(project).len(), 1, "{context}");
+        },
+    );
+}
+
+#[test]
+fn a_dropped_resize_request_answer_is_found_by_name_not_asked_twice() {
+    let project = Project::with_flex();
+    let peer = GcePeer::start(&json!({}));
+    peer.set_faults(&json!({ "rules": [
+        { "fault": "drop_response", "op": "resizeRequests.insert", "calls": [1] },
+        { "fault": "throttle", "op": "resizeRequests.list", "calls": [1] }
+    ] }));
+    let run = project.apply(&peer, &[]);
+    let (out, err) = (text(&run.stdout), text(&run.stderr));
+    assert!(out.contains("Pending (1)"), "{out}\n{err}");
+    the_one_resize_request(&peer, "dropped answer");
+    assert_eq!(peer.calls("resizeRequests.insert"), 1);
+    let record = peer.record();
+    assert_eq!(record["fault_counts"]["drop_response"], 1, "{record}");
+    assert_eq!(record["fault_counts"]["throttle"], 1, "{record}");
+}
+
+#[test]
+fn release_cancels_a_pending_resize_request_it_made_and_no_other() {
+    let project = Project::with_flex();
+    let peer = GcePeer::start(&json!({}));
+    let run = project.apply(&peer, &[]);
+    assert!(
+        text(&run.stdout).contains("Pending (1)"),
+        "{}",
+        text(&run.stderr)
+    );
+    let ours = the_one_resize_request(&peer, "applied")["name"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // Someone else's queued request on the same group is never touched.
+    peer.seed_resize_request(&json!({
+        "region": "us-central1", "group": POOL_NAME, "name": "team-queue", "resizeBy": 1
+    }));
+
+    let released = project.release(&peer, AFTER, &["--auto-approve"]);
+    let out = text(&released.stdout);
+    assert!(
+        released.status.success(),
+        "{out}\n{}",
+        text(&released.stderr)
+    );
+    let requests = peer.resize_requests();
+    let state = |n: &str| {
+        requests
+            .iter()
+            .find(|r| r["name"] == n)
+            .map(|r| r["state"].clone())
+            .unwrap_or_else(|| panic!("no request {n}: {requests:?}"))
+    };
+    assert_eq!(state(&ours), "CANCELLED", "{out}");
+    assert_eq!(state("team-queue"), "ACCEPTED", "{out}");
+    assert_eq!(
+        peer.counts("resize_request_cancels"),
+        std::collections::BTreeMap::from([(ours.clone(), 1)])
+    );
+    assert_eq!(peer.groups()[0]["targetSize"], 0);
+    assert_eq!(
+        peer.calls("resizeRequests.insert"),
+        1,
+        "nothing asked again"
+    );
 }

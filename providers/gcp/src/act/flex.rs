@@ -152,6 +152,18 @@ impl GcpCapacity {
         }
     }
 
+    /// The instances gpucap's active (`CREATING`, `ACCEPTED`) resize requests on a group
+    /// will add.
+    pub(super) async fn queued_instances(&self, region: &str, group: &str) -> ActResult<u32> {
+        Ok(self
+            .all_resize_requests(region, group)
+            .await?
+            .iter()
+            .filter(|r| ours(r) && active(r))
+            .map(count)
+            .sum())
+    }
+
     /// Looks at a request again while it is `CREATING` (being made), until it is not or the
     /// operation timeout passes.
     async fn past_creating(

@@ -763,13 +763,13 @@ impl GcpCapacity {
             .group(region, &names::pool_resource_name(id, true))
             .await?;
         let t = self.template(region, &name).await?;
-        Ok(Some(resource(
-            region,
-            &group,
-            spot.as_ref(),
-            machine_of(t.as_ref()),
-            None,
-        )))
+        let mut found = resource(region, &group, spot.as_ref(), machine_of(t.as_ref()), None);
+        if super::flex::is_flex_start(t.as_ref()) {
+            // What gpucap's queued resize requests will add is wanted too (`release` sees a
+            // pool whose instances are only queued, and cancels them).
+            found.instances += self.queued_instances(region, &name).await?;
+        }
+        Ok(Some(found))
     }
 
     /// Pools in `region` whose group's tag `key` is `value` (one per pool: its on-demand
