@@ -1195,6 +1195,53 @@ mod tests {
     }
 
     #[test]
+    fn flex_start_is_gcp_only_and_its_run_within_compute_engines_bounds() {
+        let pool = |region: &str, launch: &str| {
+            format!(
+                "[pools.h100]\naccelerator = \"h100\"\nregions = [\"{region}\"]\n\n[apply.pools.h100]\nimage = \"i\"\nsubnets = [\"s\"]\n{launch}"
+            )
+        };
+        let c = parse(&pool(
+            "us-central1",
+            "flex_start = true\nmax_run_duration = \"36h\"\n",
+        ))
+        .unwrap();
+        let launch = &c.apply.pools["h100"];
+        assert!(launch.flex_start);
+        assert_eq!(
+            launch.max_run_duration,
+            Some(std::time::Duration::from_secs(36 * 3600))
+        );
+        for (text, field) in [
+            (
+                pool("us-east-1", "flex_start = true\n"),
+                "apply.pools.h100.flex_start",
+            ),
+            (
+                pool("us-central1", "max_run_duration = \"1h\"\n"),
+                "apply.pools.h100.max_run_duration",
+            ),
+            (
+                pool(
+                    "us-central1",
+                    "flex_start = true\nmax_run_duration = \"8d\"\n",
+                ),
+                "apply.pools.h100.max_run_duration",
+            ),
+            (
+                pool(
+                    "us-central1",
+                    "flex_start = true\nmax_run_duration = \"5m\"\n",
+                ),
+                "apply.pools.h100.max_run_duration",
+            ),
+        ] {
+            let err = parse(&text).unwrap_err();
+            assert_eq!(err.location.field.as_deref(), Some(field), "{err}");
+        }
+    }
+
+    #[test]
     fn unknown_keys_name_their_path_line_and_a_suggestion() {
         let err = parse("[planning]\nhorizon = \"2w\"\n\n[pools.h100]\nacclerator = \"h100\"\n")
             .unwrap_err();

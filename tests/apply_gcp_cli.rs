@@ -31,7 +31,18 @@
 //! - instances stuck `CREATING` with `ZONE_RESOURCE_POOL_EXHAUSTED`: reported as a capacity
 //!   shortfall ("0 of 3"), not done;
 //! - `gpucap release` scales the pool to zero once no campaign needs it, and leaves a group it
-//!   did not make alone.
+//!   did not make alone;
+//! - killed while waiting on the resize's Operation: the re-run waits on that Operation and
+//!   does not resize again.
+//!
+//! Flex-start: [`Project::with_flex`] makes the pool `flex_start = true`, so its run is asked
+//! for with one DWS resize request:
+//!
+//! - queued (`ACCEPTED`): reported pending, asked once, looked at again by the next run; done
+//!   once Compute Engine fulfils it;
+//! - killed after every journal record and re-run: exactly one resize request;
+//! - a lost answer to the insert: found by name, not asked twice;
+//! - `gpucap release` cancels the queued request gpucap made, never another client's.
 
 #[path = "support/gce_peer.rs"]
 mod gce_peer;

@@ -5,7 +5,8 @@
 //!
 //! - **Journal first.** Each mutating call is an intent (a UUID): `intent`, then `sent`, both
 //!   durable, then the call, then `done`, `failed` or `unknown`. A call that reports a
-//!   long-running operation (`gpucap_provider::capacity::note_operation`: GCP's inserts) gets
+//!   long-running operation (`gpucap_provider::capacity::note_operation`: GCP's inserts,
+//!   pool resizes and resize-request cancels) gets
 //!   an `operation` record with its name while it waits, and a re-run settles it by waiting
 //!   on that operation before looking the result up. The request recorded with it
 //!   carries the cloud, the region and the resource it would create, so a re-run can settle
@@ -24,7 +25,9 @@
 //!   (future reservations in calendar mode) and commitments are not bought from an offering:
 //!   they are named from the token like reservations, so a repeat finds the first one
 //!   (`Executor::create_by_token`); both are irreversible in the state, and a commitment is
-//!   never released.
+//!   never released. A GCP flex-start pool is grown with one DWS resize request per plan and
+//!   pool, named from its own token (`Executor::request`); one that is queued is
+//!   [`Outcome::Pending`], and the next run looks at the same request.
 //! - **Retries only where safe.** Quotes, lookups, tokenised creates, pool changes and
 //!   cancels are retried on throttling and server errors with backon (exponential backoff with
 //!   jitter). Insufficient capacity is remembered ([`IceCache`]) and never retried blindly.

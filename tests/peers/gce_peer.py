@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A local Compute Engine peer for gpucap's tests: an HTTP server that answers the zonal
 reservation and zone operation APIs, and the regional instance template, managed instance
-group and region operation APIs (compute/v1, REST/JSON, the transport
+group, resize request (DWS flex-start) and region operation APIs (compute/v1, REST/JSON, the transport
 google-cloud-compute-v1 speaks) in the documented JSON, runs their Operations
 (PENDING -> RUNNING -> DONE, with or without error.errors[]), dedupes requestIds, keeps its
 own record of everything created, and injects faults on request.
@@ -49,6 +49,19 @@ https://cloud.google.com/compute/docs/reference/rest/v1/regionOperations; read 2
                                                     then currentAction NONE, instanceStatus
                                                     RUNNING; under a "stockout" it stays
                                                     CREATING with lastAttempt.errors.errors[]
+  POST   P/regions/{r}/instanceGroupManagers/{g}/resizeRequests?requestId=U
+                                                    resizeRequests.insert (DWS flex-start): the
+                                                    group's template must be FLEX_START, resizeBy
+                                                    >= 1, requestedRunDuration 10 min to 7 days;
+                                                    the request is CREATING until its Operation is
+                                                    DONE, then ACCEPTED (queued); 409 for a taken
+                                                    name
+  GET    P/regions/{r}/instanceGroupManagers/{g}/resizeRequests[/{rr}]   .list / .get
+  POST   P/regions/{r}/instanceGroupManagers/{g}/resizeRequests/{rr}/cancel?requestId=U
+                                                    resizeRequests.cancel: 400 conditionNotMet
+                                                    unless ACCEPTED; CANCELLED at DONE
+  DELETE P/regions/{r}/instanceGroupManagers/{g}/resizeRequests/{rr}?requestId=U
+                                                    resizeRequests.delete: only an inactive one
   GET    P/regions/{r}/operations/{op}                  regionOperations.get
   POST   P/regions/{r}/operations/{op}/wait             regionOperations.wait (returns early)
 
@@ -100,9 +113,16 @@ Control API (JSON, not part of Compute Engine):
                        "future_inserts"/"commitment_inserts": {name: n} (insert calls that
                        made a new Operation), "futures_created"/"commitments_created": {name: n},
                        "future_cancels"/"future_deleted": {name: n}, "future_reservations": [...],
-                       "commitments": [...] (as GET shows them)
+                       "commitments": [...] (as GET shows them),
+                       "resize_request_inserts"/"resize_requests_created"/"resize_request_cancels":
+                       {name: n}, "resize_requests": [...] (as GET shows them)
   POST /_peer/config   {"op_steps": 2, "dedupe_seconds": 3600, "instance_steps": 2, "now": RFC3339
-                       (the peer's clock for the cancel rules; the real time when absent)}
+                       (the peer's clock for the cancel rules; the real time when absent),
+                       "flex_steps": 0 (looks in the region after which a queued resize request
+                       is fulfilled; 0: only when told)}
+  POST /_peer/resize_request {"region", "group", "name"?, "state": "SUCCEEDED" | "FAILED", "code"?}:
+                       Compute Engine finds the capacity (the group's target size grows by
+                       resizeBy, its instances are created) or gives up (status.error)
   POST /_peer/future   {"zone", "name", "procurementStatus"?, "lockTime"?}: Google's review
                        moves a future reservation on (e.g. APPROVED, PROCURING)
   POST /_peer/faults   {"seed": 7, "rules": [RULE, ...]} replaces the rules
@@ -111,7 +131,9 @@ Control API (JSON, not part of Compute Engine):
   POST /_peer/seed     {"zone", "name", "machine_type", "count", "description"?} makes a READY
                        reservation as another client would; {"kind": "group", "region",
                        "name", "machine_type", "size"?, "description"?} an instance template
-                       and a managed instance group of that name, as another client would
+                       and a managed instance group of that name, as another client would;
+                       {"kind": "resize_request", "region", "group", "name", "resizeBy"?,
+                       "state"?, "description"?} a queued resize request on a group
 
 A RULE is {"fault": KIND, ...}. OP names: `insert`, `get`, `list`, `aggregatedList`,
 `resize`, `delete`, `operations.get`, `operations.wait`. Transport faults match on "op" (a

@@ -2,7 +2,9 @@
 //! Compute Engine reservations (`reservations.insert`, `resize`, `delete`), makes and sizes
 //! pools (a regional instance template and managed instance group per pool and purchase
 //! model: `regionInstanceTemplates.insert`, `regionInstanceGroupManagers.insert`, `resize`,
-//! `listManagedInstances`; see [`pools`]), requests capacity blocks as future reservations in
+//! `listManagedInstances`; see [`pools`]), grows flex-start pools with DWS resize requests
+//! and cancels the queued ones it made (`regionInstanceGroupManagerResizeRequests.insert`,
+//! `cancel`; see [`flex`]), requests capacity blocks as future reservations in
 //! calendar mode and cancels them while Compute Engine allows it (`futureReservations.insert`,
 //! `cancel`, `delete`; see [`future`]), and signs commitments (`regionCommitments.insert`; see
 //! [`commitments`]), through google-cloud-compute-v1's REST/JSON client, and finds them again
@@ -23,7 +25,9 @@
 //! - **Operations are followed to `DONE`** with `zoneOperations.wait` (reservations) or
 //!   `regionOperations.wait` (pools) in a loop (it returns after at most two minutes,
 //!   sometimes earlier, not necessarily `DONE`), and the Operation's `error.errors[]` is
-//!   mapped onto the shared taxonomy ([`ops`]).
+//!   mapped onto the shared taxonomy ([`ops`]). Every Operation a mutating call starts is
+//!   reported through `gpucap_provider::capacity::note_operation` before the wait, so the
+//!   executor journals it and a killed run waits on it instead of sending the call again.
 //! - **A pool's resize is not its instances.** After a resize is `DONE`, the group's
 //!   instances are listed until they run (`currentAction` `NONE`, `RUNNING`); fewer running
 //!   than asked is an error of the kind the instances' `lastAttempt` names (capacity when none
@@ -38,7 +42,8 @@
 //! offering to re-quote: the plan's price is taken as is, and Google reviews the request);
 //! a request cancelled within 24 hours of its approval (which Compute Engine allows from four
 //! days before the start) is left to a person, as the API does not say when it was approved;
-//! DWS resize requests (`regionInstanceGroupManagerResizeRequests`) are not used; pools are
+//! a flex-start request is asked for at most once per plan and pool (a `FAILED` one waits for
+//! a new plan), and a pool made without `flex_start` is not turned into one; pools are
 //! made and sized, never deleted (a pool no campaign needs is scaled to zero). A pool whose
 //! capacity is one capacity block targets the block's reservation by name; a pool with a
 //! block *and* other reservations takes any matching reservation, which does not include the

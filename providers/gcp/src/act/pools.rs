@@ -16,7 +16,13 @@
 //! name is read (`get`); an existing template or group is used only when its name and
 //! description say gpucap made it, and nothing else is ever resized. A 409 `alreadyExists`
 //! is settled by the same read. Every insert and resize carries a `requestId` (a UUID v5 of
-//! the client token, or of the group and size), never the zero UUID.
+//! the client token, or of the group and size), never the zero UUID, and reports its
+//! Operation (`regions/{region}/operations/{name}`) to the executor's journal before waiting
+//! on it, so a killed run resumes the wait instead of sending the call again.
+//!
+//! **Flex-start.** A pool whose spec asks for flex-start gets a `FLEX_START` on-demand
+//! template and a group that leaves failed VMs to the request; growing it is a resize request
+//! ([`super::flex`]), and sizing it below its queued requests cancels gpucap's first.
 //!
 //! **Running, not just asked.** A `resize` that is `DONE` only sets the target size. The
 //! group's instances are then listed until each has `currentAction=NONE` and is `RUNNING`, or
