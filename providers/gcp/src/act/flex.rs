@@ -340,7 +340,7 @@ impl GcpCapacity {
         let request = match wanted {
             Some(r) => Some(r.clone()),
             None if size.on_demand > target => Some(
-                self.ask(region, &name, &rr, size.on_demand - target, flex, id, token)
+                self.ask(region, &name, &rr, size.on_demand - target, flex, id)
                     .await?,
             ),
             // Nothing to ask for: shrinking (or staying) is a plain resize.
@@ -408,7 +408,6 @@ impl GcpCapacity {
 
     /// Inserts the resize request `rr` (or finds it, after a 409 or a lost answer) and reads
     /// it back.
-    #[allow(clippy::too_many_arguments)]
     async fn ask(
         &self,
         region: &str,
@@ -417,8 +416,8 @@ impl GcpCapacity {
         instances: u32,
         flex: FlexStart,
         id: &Idempotency,
-        token: &str,
     ) -> ActResult<InstanceGroupManagerResizeRequest> {
+        let token = id.client_token.as_deref().unwrap_or(rr);
         let mut body = InstanceGroupManagerResizeRequest::default();
         body.name = Some(rr.to_string());
         body.description = Some(names::description(id));

@@ -71,6 +71,14 @@ pub(super) struct Running {
     error: Option<(String, String)>,
 }
 
+/// How a new group spreads and grows: the zones it may use (none: the region's), and whether
+/// it is a flex-start group (grown by resize requests).
+#[derive(Debug, Clone, Copy)]
+struct Shape<'a> {
+    zones: &'a [String],
+    flex_start: bool,
+}
+
 pub(super) fn not_ours(api: &str, what: &str, region: &str, name: &str) -> ActError {
     refuse(
         api,
@@ -322,10 +330,10 @@ impl GcpCapacity {
         name: &str,
         description: &str,
         template: &str,
-        zones: &[String],
+        shape: Shape<'_>,
         key: &str,
-        flex_start: bool,
     ) -> ActResult<InstanceGroupManager> {
+        let Shape { zones, flex_start } = shape;
         let check = |g: InstanceGroupManager| {
             if names::owned(g.name.as_deref(), g.description.as_deref()) {
                 Ok(g)
@@ -486,9 +494,11 @@ impl GcpCapacity {
                 &name,
                 &description,
                 &name,
-                &zones,
+                Shape {
+                    zones: &zones,
+                    flex_start: spec.flex_start.is_some(),
+                },
                 &format!("{token}:group"),
-                spec.flex_start.is_some(),
             )
             .await?;
         Ok(Done {
@@ -688,9 +698,11 @@ impl GcpCapacity {
                         &spot_name,
                         &description,
                         &spot_name,
-                        &zones,
+                        Shape {
+                            zones: &zones,
+                            flex_start: false,
+                        },
                         &format!("{key}:group"),
-                        false,
                     )
                     .await?,
                 )
