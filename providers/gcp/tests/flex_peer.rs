@@ -261,3 +261,30 @@ fn a_pool_made_without_flex_start_is_never_asked_and_a_dry_run_asks_nothing() {
     assert_eq!(e.kind, ActErrorKind::Other, "{e}");
     assert_eq!(peer.calls("resizeRequests.insert"), 0);
 }
+
+#[test]
+fn a_new_plan_follows_an_earlier_queued_request_or_cancels_it_when_it_wants_fewer() {
+    let peer = GcePeer::start(&json!({}));
+    let rt = runtime();
+    let g = gcp(&rt, &peer);
+    made(&rt, &g, true);
+    rt.block_on(g.request_pool(REGION, POOL, size(2), flex(), &id(FLEX_TOKEN), false))
+        .unwrap();
+    // Another plan (another token) wanting as many: the queued request is followed, no
+    // second one is made.
+    let other = "0f1e2d3c-4b5a-5968-8776-a5b4c3d2e1f0";
+    let followed = rt
+        .block_on(g.request_pool(REGION, POOL, size(2), flex(), &id(other), false))
+        .unwrap();
+    assert_eq!(followed.resource.state, "pending");
+    assert_eq!(peer.calls("resizeRequests.insert"), 1);
+    assert_eq!(peer.resize_requests().len(), 1);
+    // A plan wanting fewer than is queued: gpucap's queued request is cancelled, nothing
+    // is asked.
+    rt.block_on(g.request_pool(REGION, POOL, size(0), flex(), &id(other), false))
+        .unwrap();
+    let requests = peer.resize_requests();
+    assert_eq!(requests.len(), 1, "{requests:?}");
+    assert_eq!(requests[0]["state"], "CANCELLED");
+    assert_eq!(peer.calls("resizeRequests.insert"), 1);
+}

@@ -38,6 +38,16 @@ use super::names;
 use super::ops::{Scope, classify, kind_of_reason, note, refuse};
 use super::pools::{GROUP_GET, RESIZE, conflict, machine_of, not_ours, resource};
 
+/// What a flex-start pool's sizing does next.
+enum Next<'a> {
+    /// Follow this request of gpucap's (this plan's, or an earlier one still active).
+    Follow(&'a InstanceGroupManagerResizeRequest),
+    /// Ask for this many more instances.
+    Ask(u32),
+    /// Size the group with a plain resize (fewer than it has or has queued).
+    Size,
+}
+
 pub(super) const INSERT: &str = "regionInstanceGroupManagerResizeRequests.insert";
 const GET: &str = "regionInstanceGroupManagerResizeRequests.get";
 const LIST: &str = "regionInstanceGroupManagerResizeRequests.list";
@@ -319,35 +329,46 @@ impl GcpCapacity {
         {
             return Err(not_ours(INSERT, "resize request", region, &rr));
         }
-        let earlier = requests.iter().find(|r| ours(r) && active(r));
         let target = group.target_size.unwrap_or(0).max(0) as u32;
-        let wanted = asked.or(earlier);
+        // What gpucap's active requests (an earlier plan's) will still add.
+        let coming: u32 = requests
+            .iter()
+            .filter(|r| ours(r) && active(r))
+            .map(count)
+            .sum();
+        let earlier = requests.iter().find(|r| ours(r) && active(r));
+        let next = match (asked, earlier) {
+            (Some(r), _) => Next::Follow(r),
+            // Still wanted: followed, and nothing more asked while it is active (one request
+            // of gpucap's at a time per group).
+            (None, Some(r)) if size.on_demand >= target + coming => Next::Follow(r),
+            (None, None) if size.on_demand > target => Next::Ask(size.on_demand - target),
+            // Fewer wanted than the group has or has queued: a plain resize, which cancels
+            // gpucap's queued requests first.
+            _ => Next::Size,
+        };
         if dry_run {
-            let what = match wanted {
-                Some(r) => format!(
-                    "resize request {rr} is {} already",
+            let what = match next {
+                Next::Follow(r) => format!(
+                    "resize request {} is {} already",
+                    r.name.as_deref().unwrap_or_default(),
                     state_name(r).to_lowercase()
                 ),
-                None if size.on_demand > target => format!(
-                    "would ask {region}/{name} for {} flex-start instance(s) for {} s (resize request {rr})",
-                    size.on_demand - target,
+                Next::Ask(n) => format!(
+                    "would ask {region}/{name} for {n} flex-start instance(s) for {} s (resize request {rr})",
                     flex.run_seconds
                 ),
-                None => format!("would size {region}/{name} to {}", size.on_demand),
+                Next::Size => format!(
+                    "would size {region}/{name} to {} (cancelling gpucap's queued requests)",
+                    size.on_demand
+                ),
             };
             return Err(refuse(INSERT, ActErrorKind::DryRunOk, what));
         }
-        let request = match wanted {
-            Some(r) => Some(r.clone()),
-            None if size.on_demand > target => Some(
-                self.ask(region, &name, &rr, size.on_demand - target, flex, id)
-                    .await?,
-            ),
-            // Nothing to ask for: shrinking (or staying) is a plain resize.
-            None => None,
-        };
-        let Some(request) = request else {
-            return self.scale(region, pool, size, false, true).await;
+        let request = match next {
+            Next::Follow(r) => r.clone(),
+            Next::Ask(n) => self.ask(region, &name, &rr, n, flex, id).await?,
+            Next::Size => return self.scale(region, pool, size, false, true).await,
         };
         let request = self.past_creating(region, &name, request).await?;
         let rr = request.name.clone().unwrap_or(rr);
