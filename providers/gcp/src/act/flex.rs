@@ -14,7 +14,8 @@
 //! is a UUID v5 of the same token. The name is looked up before the insert and after a 409,
 //! so a repeat (a re-run, a lost answer) finds the first request instead of asking twice. One
 //! plan asks at most once per pool; while any request gpucap made on the group is still active
-//! (`CREATING`, `ACCEPTED`), no other is made.
+//! (`CREATING`, `ACCEPTED`), no other is made: it is followed, unless the plan wants fewer than
+//! the group has plus what is queued, which is a plain resize (cancelling as below).
 //!
 //! **States.** A request is followed while it is `CREATING`; `ACCEPTED` (queued, not yet
 //! fulfilled) is reported as pending, neither success nor a failure to repeat; `SUCCEEDED` is
