@@ -156,6 +156,18 @@ pub struct LaunchSettings {
     /// autoscaler; unused there.)
     #[serde(default)]
     pub max_size: Option<u32>,
+    /// GCP only: the pool runs work that can wait. Its on-demand instances are asked for with
+    /// DWS flex-start resize requests (queued until Compute Engine can start them all at
+    /// once, at the flex-start discount, and deleted at the end of their run), not started
+    /// at once. Set it before the pool is first made: a pool is never re-shaped. A flex-start
+    /// pool's instances take no reservation.
+    #[serde(default)]
+    pub flex_start: bool,
+    /// With `flex_start`: how long each flex-start instance runs before Compute Engine deletes
+    /// it, e.g. `36h`; 10 minutes to 7 days. Default: until the latest end of the pool's runs
+    /// due now, at most 7 days.
+    #[serde(default, deserialize_with = "human_duration")]
+    pub max_run_duration: Option<std::time::Duration>,
 }
 
 /// Where `gpucap apply` keeps what it has done.
@@ -200,6 +212,13 @@ impl StateSettings {
 fn default_state_dir() -> PathBuf {
     PathBuf::from(".gpucap")
 }
+
+/// The shortest flex-start run Compute Engine takes (a resize request's
+/// `requestedRunDuration`; https://cloud.google.com/compute/docs/instance-groups/about-resize-requests-mig,
+/// read 2026-11-25).
+pub const FLEX_MIN_RUN: std::time::Duration = std::time::Duration::from_secs(10 * 60);
+/// The longest: flex-start VMs run for at most seven days (same source).
+pub const FLEX_MAX_RUN: std::time::Duration = std::time::Duration::from_secs(7 * 24 * 3600);
 
 /// A length of time like `90s`, `30m`, `1h` (humantime).
 fn human_duration<'de, D: serde::Deserializer<'de>>(
@@ -798,6 +817,34 @@ impl Config {
             if launch.max_size == Some(0) {
                 return Err(InputError::new(field("max_size"), "must be at least 1"));
             }
+            if let Some(d) = launch.max_run_duration {
+                if !launch.flex_start {
+                    return Err(InputError::new(
+                        field("max_run_duration"),
+                        "applies to flex-start pools only; set `flex_start = true` too",
+                    ));
+                }
+                if !(FLEX_MIN_RUN..=FLEX_MAX_RUN).contains(&d) {
+                    return Err(InputError::new(
+                        field("max_run_duration"),
+                        "must be between 10 minutes and 7 days (Compute Engine's bounds for a flex-start run)",
+                    ));
+                }
+            }
+            if launch.flex_start
+                && let Some(p) = self.pools.get(pool)
+                && let Some(other) = p
+                    .regions
+                    .iter()
+                    .find(|r| Cloud::of_region(r) != Some(Cloud::Gcp))
+            {
+                return Err(InputError::new(
+                    field("flex_start"),
+                    format!(
+                        "flex-start (DWS resize requests) is GCP's; pool `{pool}` also runs in `{other}`"
+                    ),
+                ));
+            }
         }
         let spot = &self.spot;
         let mut spot_figures = vec![(
@@ -1182,6 +1229,53 @@ mod tests {
             err.location.field.as_deref(),
             Some("planning.min_purchase_instances")
         );
+    }
+
+    #[test]
+    fn flex_start_is_gcp_only_and_its_run_within_compute_engines_bounds() {
+        let pool = |region: &str, launch: &str| {
+            format!(
+                "[pools.h100]\naccelerator = \"h100\"\nregions = [\"{region}\"]\n\n[apply.pools.h100]\nimage = \"i\"\nsubnets = [\"s\"]\n{launch}"
+            )
+        };
+        let c = parse(&pool(
+            "us-central1",
+            "flex_start = true\nmax_run_duration = \"36h\"\n",
+        ))
+        .unwrap();
+        let launch = &c.apply.pools["h100"];
+        assert!(launch.flex_start);
+        assert_eq!(
+            launch.max_run_duration,
+            Some(std::time::Duration::from_secs(36 * 3600))
+        );
+        for (text, field) in [
+            (
+                pool("us-east-1", "flex_start = true\n"),
+                "apply.pools.h100.flex_start",
+            ),
+            (
+                pool("us-central1", "max_run_duration = \"1h\"\n"),
+                "apply.pools.h100.max_run_duration",
+            ),
+            (
+                pool(
+                    "us-central1",
+                    "flex_start = true\nmax_run_duration = \"8d\"\n",
+                ),
+                "apply.pools.h100.max_run_duration",
+            ),
+            (
+                pool(
+                    "us-central1",
+                    "flex_start = true\nmax_run_duration = \"5m\"\n",
+                ),
+                "apply.pools.h100.max_run_duration",
+            ),
+        ] {
+            let err = parse(&text).unwrap_err();
+            assert_eq!(err.location.field.as_deref(), Some(field), "{err}");
+        }
     }
 
     #[test]

@@ -31,7 +31,18 @@
 //! - instances stuck `CREATING` with `ZONE_RESOURCE_POOL_EXHAUSTED`: reported as a capacity
 //!   shortfall ("0 of 3"), not done;
 //! - `gpucap release` scales the pool to zero once no campaign needs it, and leaves a group it
-//!   did not make alone.
+//!   did not make alone;
+//! - killed while waiting on the resize's Operation: the re-run waits on that Operation and
+//!   does not resize again.
+//!
+//! Flex-start: [`Project::with_flex`] makes the pool `flex_start = true`, so its run is asked
+//! for with one DWS resize request:
+//!
+//! - queued (`ACCEPTED`): reported pending, asked once, looked at again by the next run; done
+//!   once Compute Engine fulfils it;
+//! - killed after every journal record and re-run: exactly one resize request;
+//! - a lost answer to the insert: found by name, not asked twice;
+//! - `gpucap release` cancels the queued request gpucap made, never another client's.
 
 #[path = "support/gce_peer.rs"]
 mod gce_peer;
@@ -100,8 +111,19 @@ impl Project {
         Project::make_with(pool, "")
     }
 
+    /// As [`Project::with_pool`], the pool flex-start (`flex_start = true` in its launch
+    /// settings): its on-demand run is asked for with a DWS resize request.
+    fn with_flex() -> Project {
+        Project::make_full(true, "flex_start = true\n", "")
+    }
+
     /// [`Project::make`] with `extra` (whole TOML tables) in the config.
     fn make_with(pool: bool, extra: &str) -> Project {
+        Project::make_full(pool, "", extra)
+    }
+
+    /// [`Project::make_with`] with `launch` (keys) added to the pool's launch settings.
+    fn make_full(pool: bool, launch: &str, extra: &str) -> Project {
         let dir = tempfile::tempdir().unwrap();
         let example = std::path::PathBuf::from(
             std::env::var_os("CARGO_MANIFEST_DIR")
@@ -142,14 +164,16 @@ dir = ".gpucap"
 gcp_project = "{PROJECT}"
 {}"#,
                 if pool {
-                    r#"
+                    format!(
+                        r#"
 [apply.pools.h100-gcp]
 image = "projects/deeplearning-platform-release/global/images/family/common-cu124"
 subnets = ["regions/us-central1/subnetworks/train"]
 security_groups = ["gpu-train"]
-"#
+{launch}"#
+                    )
                 } else {
-                    ""
+                    String::new()
                 }
             ),
         )
@@ -519,8 +543,18 @@ fn kill_at_every_journal_boundary(
     records: u64,
     check: impl Fn(&Project, &GcePeer, &str),
 ) {
+    kill_at_every_journal_boundary_with(make, &json!({}), records, check);
+}
+
+/// [`kill_at_every_journal_boundary`] with every peer started with `peer_config`.
+fn kill_at_every_journal_boundary_with(
+    make: fn() -> Project,
+    peer_config: &Value,
+    records: u64,
+    check: impl Fn(&Project, &GcePeer, &str),
+) {
     let probe = make();
-    let probe_peer = GcePeer::start(&json!({}));
+    let probe_peer = GcePeer::start(peer_config);
     let run = probe.apply(&probe_peer, &[]);
     assert!(run.status.success(), "{}", text(&run.stderr));
     let written = std::fs::read_to_string(probe.path(".gpucap/journal.jsonl"))
@@ -532,7 +566,7 @@ fn kill_at_every_journal_boundary(
     let started = Instant::now();
     for n in 1..=records {
         let project = make();
-        let peer = GcePeer::start(&json!({}));
+        let peer = GcePeer::start(peer_config);
         assert!(
             apply_and_kill_at(&project, &peer, n),
             "the run did not reach journal record {n}"
@@ -802,15 +836,98 @@ fn a_plan_with_a_gcp_run_makes_one_template_and_one_group_of_the_planned_size() 
 
 #[test]
 fn killed_at_every_journal_boundary_then_rerun_makes_the_pool_exactly_once() {
-    // Two reservations (intent, sent, operation, done each), the pool's creation and its
-    // resize (intent, sent, done each).
-    kill_at_every_journal_boundary(Project::with_pool, 14, |project, peer, context| {
+    // Two reservations (intent, sent, operation, done each: 8), the pool's creation (intent,
+    // sent, the template's and the group's insert Operations, done: 5) and its resize
+    // (intent, sent, the resize's Operation, done: 4).
+    kill_at_every_journal_boundary(Project::with_pool, 17, |project, peer, context| {
         assert_created_once(peer, context);
         assert_pool_once(peer, context);
         assert_eq!(peer.calls("templates.insert"), 1, "{context}");
         assert_eq!(peer.calls("groups.insert"), 1, "{context}");
         assert_eq!(pools_in_state(project).len(), 1, "{context}");
     });
+}
+
+#[test]
+fn killed_while_waiting_on_a_resize_the_rerun_waits_on_its_operation_and_resizes_once() {
+    // Where the journal records the resize's Operation.
+    let probe = Project::with_pool();
+    let probe_peer = GcePeer::start(&json!({}));
+    let run = probe.apply(&probe_peer, &[]);
+    assert!(run.status.success(), "{}", text(&run.stderr));
+    let journal = journal_of(&probe);
+    let at = journal
+        .iter()
+        .position(|r| {
+            r["step"] == "operation" && r["api"] == "gcp:regionInstanceGroupManagers.resize"
+        })
+        .expect("an operation record for the pool's resize");
+    for api in [
+        "gcp:regionInstanceGroupManagers.insert",
+        "gcp:regionInstanceGroupManagers.resize",
+    ] {
+        let ops: Vec<&Value> = journal
+            .iter()
+            .filter(|r| r["step"] == "operation" && r["api"] == api)
+            .collect();
+        assert!(!ops.is_empty(), "no operation record for {api}");
+        for op in ops {
+            assert!(
+                op["request_id"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("regions/us-central1/operations/operation-"),
+                "{op}"
+            );
+        }
+    }
+
+    // Killed right after that record, the Operation still running (it needs 40 looks, and
+    // every read in the region is one).
+    let project = Project::with_pool();
+    let peer = GcePeer::start(&json!({ "op_steps": 40 }));
+    assert!(apply_and_kill_at(&project, &peer, at as u64 + 1));
+    assert_eq!(peer.calls("groups.resize"), 1);
+    let last = journal_of(&project).pop().unwrap();
+    assert_eq!(last["step"], "operation", "{last}");
+    assert_eq!(
+        last["api"], "gcp:regionInstanceGroupManagers.resize",
+        "{last}"
+    );
+    let noted = last["request_id"].as_str().unwrap().to_string();
+    let before = peer.record()["log"].as_array().unwrap().len();
+    peer.configure(&json!({ "op_steps": 2 }));
+    force_unlock(&project, &peer);
+    let rerun = project.apply(&peer, &[]);
+    let (out, err) = (text(&rerun.stdout), text(&rerun.stderr));
+    assert!(rerun.status.success(), "{out}\n{err}");
+    assert!(
+        err.contains("waiting on regions/us-central1/operations/"),
+        "{err}"
+    );
+    // The re-run's first call waits on the journalled Operation; the group is at its size
+    // then, so the resize is not sent again.
+    let record = peer.record();
+    let first = &record["log"].as_array().unwrap()[before];
+    assert_eq!(first["op"], "regionOperations.wait", "{first}");
+    assert!(
+        first["path"]
+            .as_str()
+            .unwrap()
+            .ends_with(&format!("/{}/wait", noted.rsplit('/').next().unwrap())),
+        "{first} vs {noted}"
+    );
+    assert_eq!(peer.counts("group_resizes").get(POOL_NAME), Some(&1));
+    assert_eq!(peer.calls("groups.resize"), 1);
+    assert_pool_once(&peer, "after the resumed wait");
+}
+
+fn journal_of(project: &Project) -> Vec<Value> {
+    std::fs::read_to_string(project.path(".gpucap/journal.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
 }
 
 #[test]
@@ -1217,4 +1334,173 @@ fn the_approval_gate_counts_a_gcp_block_and_commitment_as_irreversible_spend() {
     assert_purchases_once(&project, &peer, "approved");
     let audit = std::fs::read_to_string(project.path(".gpucap/audit.jsonl")).unwrap();
     assert!(audit.contains("Q1 training, ticket 42"), "{audit}");
+}
+
+/// The flex-start pool's one resize request, as the peer shows it: asked (inserted) once and
+/// made once.
+fn the_one_resize_request(peer: &GcePeer, context: &str) -> Value {
+    let requests = peer.resize_requests();
+    assert_eq!(requests.len(), 1, "{context}: {requests:?}");
+    let r = requests[0].clone();
+    let name = r["name"].as_str().unwrap().to_string();
+    assert!(name.starts_with("gpucap-flex-"), "{context}: {name}");
+    for what in ["resize_request_inserts", "resize_requests_created"] {
+        let counts = peer.counts(what);
+        assert_eq!(
+            counts,
+            std::collections::BTreeMap::from([(name.clone(), 1)]),
+            "{context}: {what}"
+        );
+    }
+    r
+}
+
+#[test]
+fn a_flex_start_pool_is_asked_for_once_pending_until_capacity_is_found_then_done() {
+    let project = Project::with_flex();
+    let peer = GcePeer::start(&json!({}));
+    let dry = project.apply(&peer, &["--dry-run"]);
+    let out = text(&dry.stdout);
+    assert!(dry.status.success(), "{out}\n{}", text(&dry.stderr));
+    assert!(out.contains("(flex-start)"), "{out}");
+    assert!(peer.resize_requests().is_empty());
+
+    // Asked for: queued, so pending (not done, not failed), and the run says so.
+    let run = project.apply(&peer, &[]);
+    let (out, err) = (text(&run.stdout), text(&run.stderr));
+    assert!(!run.status.success(), "pending is not done: {out}\n{err}");
+    assert!(out.contains("Pending (1)"), "{out}");
+    assert!(out.contains("resize request gpucap-flex-"), "{out}");
+    assert!(!out.contains("Not done"), "{out}");
+    let r = the_one_resize_request(&peer, "first run");
+    assert_eq!(r["state"], "ACCEPTED");
+    assert_eq!(r["resizeBy"], RUN_INSTANCES);
+    // No `max_run_duration`: until the run's end (14 days away), at most 7 days.
+    assert_eq!(r["requestedRunDuration"]["seconds"], "604800");
+    let t = &peer.templates()[0];
+    assert_eq!(
+        t["properties"]["scheduling"]["provisioningModel"],
+        "FLEX_START"
+    );
+    let g = &peer.groups()[0];
+    assert_eq!(g["targetSize"], 0, "queued: nothing runs yet");
+    assert_eq!(peer.calls("groups.resize"), 0, "{}", peer.record());
+    let audit = std::fs::read_to_string(project.path(".gpucap/audit.jsonl")).unwrap();
+    assert!(
+        audit.contains("gcp:regionInstanceGroupManagerResizeRequests.insert"),
+        "{audit}"
+    );
+
+    // Again while queued: looked at, not asked again.
+    let again = project.apply(&peer, &[]);
+    assert!(text(&again.stdout).contains("Pending (1)"));
+    the_one_resize_request(&peer, "second run");
+
+    // Capacity found: done, every instance running, still the one request.
+    peer.review_resize_request(
+        &json!({ "region": "us-central1", "group": POOL_NAME, "state": "SUCCEEDED" }),
+    );
+    let done = project.apply(&peer, &[]);
+    let (out, err) = (text(&done.stdout), text(&done.stderr));
+    assert!(done.status.success(), "{out}\n{err}");
+    assert!(
+        out.contains("(flex-start, resize request gpucap-flex-"),
+        "{out}"
+    );
+    assert!(out.contains("3 running"), "{out}");
+    let r = the_one_resize_request(&peer, "fulfilled");
+    assert_eq!(r["state"], "SUCCEEDED");
+    let g = &peer.groups()[0];
+    assert_eq!(g["targetSize"], RUN_INSTANCES);
+    assert_eq!(g["_running"], RUN_INSTANCES);
+    assert_eq!(peer.calls("groups.resize"), 0);
+}
+
+#[test]
+fn killed_at_every_journal_boundary_then_rerun_asks_for_exactly_one_resize_request() {
+    // Two reservations (8 records), the pool's creation (intent, sent, the template's and
+    // the group's insert Operations, done: 5) and its resize request (intent, sent, the
+    // insert's Operation, done: 4). Compute Engine finds the capacity at the first look
+    // after the request is queued, so every run ends done.
+    kill_at_every_journal_boundary_with(
+        Project::with_flex,
+        &json!({ "flex_steps": 1 }),
+        17,
+        |project, peer, context| {
+            assert_created_once(peer, context);
+            let r = the_one_resize_request(peer, context);
+            assert_eq!(r["state"], "SUCCEEDED", "{context}");
+            assert_eq!(peer.calls("resizeRequests.insert"), 1, "{context}");
+            let g = &peer.groups()[0];
+            assert_eq!(g["targetSize"], RUN_INSTANCES, "{context}");
+            assert_eq!(peer.calls("groups.resize"), 0, "{context}");
+            assert_eq!(pools_in_state(project).len(), 1, "{context}");
+        },
+    );
+}
+
+#[test]
+fn a_dropped_resize_request_answer_is_found_by_name_not_asked_twice() {
+    let project = Project::with_flex();
+    let peer = GcePeer::start(&json!({}));
+    peer.set_faults(&json!({ "rules": [
+        { "fault": "drop_response", "op": "resizeRequests.insert", "calls": [1] },
+        { "fault": "throttle", "op": "resizeRequests.list", "calls": [1] }
+    ] }));
+    let run = project.apply(&peer, &[]);
+    let (out, err) = (text(&run.stdout), text(&run.stderr));
+    assert!(out.contains("Pending (1)"), "{out}\n{err}");
+    the_one_resize_request(&peer, "dropped answer");
+    assert_eq!(peer.calls("resizeRequests.insert"), 1);
+    let record = peer.record();
+    assert_eq!(record["fault_counts"]["drop_response"], 1, "{record}");
+    assert_eq!(record["fault_counts"]["throttle"], 1, "{record}");
+}
+
+#[test]
+fn release_cancels_a_pending_resize_request_it_made_and_no_other() {
+    let project = Project::with_flex();
+    let peer = GcePeer::start(&json!({}));
+    let run = project.apply(&peer, &[]);
+    assert!(
+        text(&run.stdout).contains("Pending (1)"),
+        "{}",
+        text(&run.stderr)
+    );
+    let ours = the_one_resize_request(&peer, "applied")["name"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // Someone else's queued request on the same group is never touched.
+    peer.seed_resize_request(&json!({
+        "region": "us-central1", "group": POOL_NAME, "name": "team-queue", "resizeBy": 1
+    }));
+
+    let released = project.release(&peer, AFTER, &["--auto-approve"]);
+    let out = text(&released.stdout);
+    assert!(
+        released.status.success(),
+        "{out}\n{}",
+        text(&released.stderr)
+    );
+    let requests = peer.resize_requests();
+    let state = |n: &str| {
+        requests
+            .iter()
+            .find(|r| r["name"] == n)
+            .map(|r| r["state"].clone())
+            .unwrap_or_else(|| panic!("no request {n}: {requests:?}"))
+    };
+    assert_eq!(state(&ours), "CANCELLED", "{out}");
+    assert_eq!(state("team-queue"), "ACCEPTED", "{out}");
+    assert_eq!(
+        peer.counts("resize_request_cancels"),
+        std::collections::BTreeMap::from([(ours.clone(), 1)])
+    );
+    assert_eq!(peer.groups()[0]["targetSize"], 0);
+    assert_eq!(
+        peer.calls("resizeRequests.insert"),
+        1,
+        "nothing asked again"
+    );
 }

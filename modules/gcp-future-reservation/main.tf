@@ -1,10 +1,15 @@
 # A future reservation in calendar mode (Dynamic Workload Scheduler) for the gpucap
 # `purchase-block` action on GCP: a fixed number of GPU VMs for a fixed window of 1 to 90 days.
 #
-# IRREVERSIBLE. Once submitted, a calendar-mode request cannot be cancelled, deleted or modified,
-# and the capacity is billed for the whole window once Google approves it. `terraform destroy`
-# only forgets the request (the money is spent either way); prevent_destroy keeps a refactor or a
-# `-replace` from losing track of it, and blocks any plan that would destroy and re-request it.
+# IRREVERSIBLE ONCE CLOSE. A submitted calendar-mode request can be cancelled only while its start
+# is at least 30 days away (or within 24 hours of approval, at least four days ahead); after that
+# it cannot be cancelled, deleted or modified, and an approved one is billed for the whole window
+# (https://cloud.google.com/compute/docs/instances/delete-future-reservations-calendar-mode, read
+# 2026-11-25). Terraform has no cancel: `gcloud compute future-reservations cancel`, or
+# `gpucap release` for a block gpucap made. `terraform destroy` cannot cancel it (Compute Engine
+# deletes a request only once it is cancelled, declined or over): it would only forget (or fail on)
+# the request; prevent_destroy keeps a refactor or a `-replace` from losing track of it, and
+# blocks any plan that would destroy and re-request it (a second window on top of the first).
 #
 # At start_time Compute Engine creates the reservation `reservation_name` holding the capacity;
 # the gcp-gpu-pool module targets it by that name. At end_time the reservation and whatever still
@@ -60,7 +65,8 @@ resource "google_compute_future_reservation" "this" {
   }
 
   lifecycle {
-    # Destroying only forgets state; a submitted calendar-mode request cannot be cancelled.
+    # Destroying does not cancel: it would only forget the request, or fail (cancel it with
+    # gcloud or `gpucap release` while the start is at least 30 days away).
     prevent_destroy = true
 
     precondition {

@@ -120,7 +120,7 @@ variable "end_time" {
 }
 
 variable "planning_status" {
-  description = "`SUBMITTED` sends the request to Google for approval (irreversible); `DRAFT` creates it without submitting, for a dry run."
+  description = "`SUBMITTED` sends the request to Google for approval (cancellable only while the start is at least 30 days away); `DRAFT` creates it without submitting, for a dry run."
   type        = string
   default     = "SUBMITTED"
 

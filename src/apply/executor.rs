@@ -5,7 +5,8 @@
 //!
 //! - **Journal first.** Each mutating call is an intent (a UUID): `intent`, then `sent`, both
 //!   durable, then the call, then `done`, `failed` or `unknown`. A call that reports a
-//!   long-running operation (`gpucap_provider::capacity::note_operation`: GCP's inserts) gets
+//!   long-running operation (`gpucap_provider::capacity::note_operation`: GCP's inserts,
+//!   pool resizes and resize-request cancels) gets
 //!   an `operation` record with its name while it waits, and a re-run settles it by waiting
 //!   on that operation before looking the result up. The request recorded with it
 //!   carries the cloud, the region and the resource it would create, so a re-run can settle
@@ -24,7 +25,9 @@
 //!   (future reservations in calendar mode) and commitments are not bought from an offering:
 //!   they are named from the token like reservations, so a repeat finds the first one
 //!   (`Executor::create_by_token`); both are irreversible in the state, and a commitment is
-//!   never released.
+//!   never released. A GCP flex-start pool is grown with one DWS resize request per plan and
+//!   pool, named from its own token (`Executor::request`); one that is queued is
+//!   [`Outcome::Pending`], and the next run looks at the same request.
 //! - **Retries only where safe.** Quotes, lookups, tokenised creates, pool changes and
 //!   cancels are retried on throttling and server errors with backon (exponential backoff with
 //!   jitter). Insufficient capacity is remembered ([`IceCache`]) and never retried blindly.
@@ -42,8 +45,8 @@ use chrono::{DateTime, Utc};
 use gpucap_provider::Cloud;
 use gpucap_provider::capacity::{
     ActError, ActErrorKind, ActResult, BlockOffering, BlockQuery, Capacity, CloudResource,
-    CommitmentRequest, Done, Idempotency, Placement, PoolSize, PoolSpec, ReservationRequest,
-    ResourceKind,
+    CommitmentRequest, Done, FlexStart, Idempotency, Placement, PoolSize, PoolSpec,
+    ReservationRequest, ResourceKind,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -167,6 +170,9 @@ pub enum Outcome {
     NotDone { reason: String },
     /// Apply cannot do it; a person must.
     Manual { reason: String },
+    /// Asked for and accepted, not yet there (a queued flex-start request): neither done
+    /// nor failed; a re-run looks at the same request again and does not ask twice.
+    Pending { detail: String },
 }
 
 /// One line of the run's report.
@@ -1367,6 +1373,9 @@ impl<'a> Executor<'a> {
                 .unwrap_or(pool.peak)
                 .max(pool.on_demand + pool.spot)
                 .max(1),
+            flex_start: pool.launch.flex_start.then(|| FlexStart {
+                run_seconds: self.flex_run_seconds(pool),
+            }),
         };
         let size = PoolSize {
             on_demand: pool.on_demand,
@@ -1394,6 +1403,16 @@ impl<'a> Executor<'a> {
                 {
                     return Ok(Outcome::NotDone { reason: explain(e) });
                 }
+            }
+            if let Some(flex) = spec.flex_start {
+                let id = self.idempotency(&pool.name, Some(self.flex_token(pool)));
+                return Ok(dry_run_outcome(
+                    cloud
+                        .request_pool(&pool.region, &pool.name, size, flex, &id, true)
+                        .await,
+                    format!("would ask for {words} (flex-start) in {}", pool.name),
+                    0.0,
+                ));
             }
             return Ok(dry_run_outcome(
                 cloud.scale_pool(&pool.region, &pool.name, size, true).await,
@@ -1454,8 +1473,110 @@ impl<'a> Executor<'a> {
                 }
             }
         }
+        if let Some(flex) = spec.flex_start {
+            return self.request(cloud, pool, size, flex, &words).await;
+        }
         self.scale(cloud, &pool.cloud, &pool.region, &pool.name, size, &words)
             .await
+    }
+
+    /// The client token of a flex-start pool's resize request: one per plan and pool.
+    fn flex_token(&self, pool: &PoolWork) -> String {
+        client_token(self.plan_digest(), &format!("{}#flex-start", pool.name))
+    }
+
+    /// How long a flex-start pool's instances run: `max_run_duration`, else until the latest
+    /// end of the pool's runs due now, within Compute Engine's 10 minutes to 7 days.
+    fn flex_run_seconds(&self, pool: &PoolWork) -> u64 {
+        let (least, most) = (
+            crate::config::FLEX_MIN_RUN.as_secs(),
+            crate::config::FLEX_MAX_RUN.as_secs(),
+        );
+        if let Some(d) = pool.launch.max_run_duration {
+            return d.as_secs().clamp(least, most);
+        }
+        let latest = self
+            .mandate
+            .actions
+            .iter()
+            .filter(|a| pool.actions.contains(&a.id))
+            .filter_map(|a| crate::timespec::parse_timestamp(&a.end).ok())
+            .max();
+        latest
+            .map(|end| (end - self.settings.now).num_seconds().max(0) as u64)
+            .unwrap_or(most)
+            .clamp(least, most)
+    }
+
+    /// Sizes a flex-start pool: what its on-demand group lacks is asked for with one queued
+    /// request per plan (`Pools::request_pool`), journalled like any call that is safe to
+    /// repeat (the request is found by name). A request still queued is `Pending`.
+    async fn request(
+        &mut self,
+        cloud: &'a dyn Capacity,
+        pool: &PoolWork,
+        size: PoolSize,
+        flex: FlexStart,
+        words: &str,
+    ) -> Result<Outcome, ApplyError> {
+        let id = self.idempotency(&pool.name, Some(self.flex_token(pool)));
+        let request = Request {
+            cloud: pool.cloud.clone(),
+            region: pool.region.clone(),
+            params: json!({
+                "name": pool.name, "on_demand": size.on_demand, "spot": size.spot,
+                "flex_start_run_seconds": flex.run_seconds,
+            }),
+            creates: None,
+            releases: None,
+        };
+        let intent = self.begin(&id, flex_api(&pool.cloud), &request).await?;
+        let (result, last) = self
+            .repeatable(&intent, || {
+                cloud.request_pool(&pool.region, &pool.name, size, flex, &id, false)
+            })
+            .await?;
+        match result {
+            Ok(done) => {
+                self.journal(last.done(&pool.name, done.request_id.as_deref()), None)
+                    .await?;
+                let asked = done.request_id.clone().unwrap_or_default();
+                if done.resource.state == "pending" {
+                    return Ok(Outcome::Pending {
+                        detail: format!(
+                            "{} asked for {words} (flex-start, resize request {asked}); queued until Compute Engine can start them all, the next `gpucap apply` looks again",
+                            pool.name
+                        ),
+                    });
+                }
+                let target = done.resource.instances;
+                if let Some(r) = self
+                    .state
+                    .resources
+                    .iter_mut()
+                    .find(|r| r.kind == ResourceKind::Pool && r.id == pool.name)
+                    && r.instances != target
+                {
+                    r.instances = target;
+                    self.dirty = true;
+                }
+                let running = done
+                    .resource
+                    .in_use
+                    .map(|n| format!("; {n} running"))
+                    .unwrap_or_default();
+                Ok(Outcome::Done {
+                    detail: format!(
+                        "sized {} to {words} (flex-start, resize request {asked}){running}",
+                        pool.name
+                    ),
+                    cost: 0.0,
+                })
+            }
+            Err(e) => Ok(Outcome::NotDone {
+                reason: explain(&e),
+            }),
+        }
     }
 
     /// Scales a pool gpucap made to zero (`gpucap release`: no campaign needs it now).
@@ -1554,6 +1675,14 @@ fn reservation_api(cloud: &str, cancel: bool) -> &'static str {
         ("gcp", true) => "gcp:reservations.delete",
         (_, false) => "ec2:CreateCapacityReservation",
         (_, true) => "ec2:CancelCapacityReservation",
+    }
+}
+
+/// The journal's name of a flex-start pool's request on `cloud`.
+fn flex_api(cloud: &str) -> &'static str {
+    match cloud {
+        "gcp" => "gcp:regionInstanceGroupManagerResizeRequests.insert",
+        _ => "request_pool",
     }
 }
 

@@ -223,6 +223,7 @@ pub fn progress_line(n: usize, total: usize, report: &Report) -> String {
         Outcome::WouldDo { detail, .. } => ("dry run", detail.as_str()),
         Outcome::NotDone { reason } => ("NOT DONE", reason.as_str()),
         Outcome::Manual { reason } => ("by hand", reason.as_str()),
+        Outcome::Pending { detail } => ("pending", detail.as_str()),
     };
     format!(
         "[{n}/{total}] {} {}: {word}: {text}",

@@ -490,6 +490,8 @@ fn pools_are_sized_for_now_and_need_launch_settings() {
             subnets: vec!["subnet-1".into()],
             security_groups: vec![],
             max_size: None,
+            flex_start: false,
+            max_run_duration: None,
         },
     )]);
     let s = w.apply_with(&plan, &settings(), &launch).unwrap();
@@ -649,6 +651,8 @@ fn an_azure_run_is_a_pool_to_make_and_size_not_manual() {
             subnets: vec!["/subscriptions/s/resourceGroups/n/providers/Microsoft.Network/virtualNetworks/v/subnets/gpu".into()],
             security_groups: vec![],
             max_size: None,
+            flex_start: false,
+            max_run_duration: None,
         },
     )]);
     let todo = work::todo(&plan, &[], &crate::state::State::new(), &launch, t(NOW));
@@ -679,6 +683,8 @@ fn a_gcp_run_is_a_pool_to_make_and_size_not_manual() {
             subnets: vec!["regions/us-central1/subnetworks/train".into()],
             security_groups: vec![],
             max_size: None,
+            flex_start: false,
+            max_run_duration: None,
         },
     )]);
     let todo = work::todo(&plan, &[], &crate::state::State::new(), &launch, t(NOW));

@@ -423,6 +423,7 @@ fn render(s: &Summary, later: usize) -> String {
     let mut done = Vec::new();
     let mut not_done = Vec::new();
     let mut manual = Vec::new();
+    let mut pending = Vec::new();
     for r in &s.reports {
         match &r.outcome {
             Did::Done { detail, .. } | Did::WouldDo { detail, .. } => {
@@ -430,6 +431,7 @@ fn render(s: &Summary, later: usize) -> String {
             }
             Did::NotDone { reason } => not_done.push(format!("  {} {}: {reason}", r.kind, r.id)),
             Did::Manual { reason } => manual.push(format!("  {}: {reason}", r.id)),
+            Did::Pending { detail } => pending.push(format!("  {} {}: {detail}", r.kind, r.id)),
         }
     }
     let mut out = String::new();
@@ -442,6 +444,16 @@ fn render(s: &Summary, later: usize) -> String {
     if !not_done.is_empty() {
         out.push_str(&format!("Not done ({}):\n", not_done.len()));
         for l in &not_done {
+            out.push_str(l);
+            out.push('\n');
+        }
+    }
+    if !pending.is_empty() {
+        out.push_str(&format!(
+            "Pending ({}), asked for and not there yet:\n",
+            pending.len()
+        ));
+        for l in &pending {
             out.push_str(l);
             out.push('\n');
         }

@@ -282,7 +282,9 @@ fn render(s: &Summary) -> String {
         .reports
         .iter()
         .filter_map(|r| match &r.outcome {
-            Did::NotDone { reason } | Did::Manual { reason } => Some(format!("{}: {reason}", r.id)),
+            Did::NotDone { reason } | Did::Manual { reason } | Did::Pending { detail: reason } => {
+                Some(format!("{}: {reason}", r.id))
+            }
             _ => None,
         })
         .collect();

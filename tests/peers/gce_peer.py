@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A local Compute Engine peer for gpucap's tests: an HTTP server that answers the zonal
 reservation and zone operation APIs, and the regional instance template, managed instance
-group and region operation APIs (compute/v1, REST/JSON, the transport
+group, resize request (DWS flex-start) and region operation APIs (compute/v1, REST/JSON, the transport
 google-cloud-compute-v1 speaks) in the documented JSON, runs their Operations
 (PENDING -> RUNNING -> DONE, with or without error.errors[]), dedupes requestIds, keeps its
 own record of everything created, and injects faults on request.
@@ -49,6 +49,19 @@ https://cloud.google.com/compute/docs/reference/rest/v1/regionOperations; read 2
                                                     then currentAction NONE, instanceStatus
                                                     RUNNING; under a "stockout" it stays
                                                     CREATING with lastAttempt.errors.errors[]
+  POST   P/regions/{r}/instanceGroupManagers/{g}/resizeRequests?requestId=U
+                                                    resizeRequests.insert (DWS flex-start): the
+                                                    group's template must be FLEX_START, resizeBy
+                                                    >= 1, requestedRunDuration 10 min to 7 days;
+                                                    the request is CREATING until its Operation is
+                                                    DONE, then ACCEPTED (queued); 409 for a taken
+                                                    name
+  GET    P/regions/{r}/instanceGroupManagers/{g}/resizeRequests[/{rr}]   .list / .get
+  POST   P/regions/{r}/instanceGroupManagers/{g}/resizeRequests/{rr}/cancel?requestId=U
+                                                    resizeRequests.cancel: 400 conditionNotMet
+                                                    unless ACCEPTED; CANCELLED at DONE
+  DELETE P/regions/{r}/instanceGroupManagers/{g}/resizeRequests/{rr}?requestId=U
+                                                    resizeRequests.delete: only an inactive one
   GET    P/regions/{r}/operations/{op}                  regionOperations.get
   POST   P/regions/{r}/operations/{op}/wait             regionOperations.wait (returns early)
 
@@ -100,9 +113,16 @@ Control API (JSON, not part of Compute Engine):
                        "future_inserts"/"commitment_inserts": {name: n} (insert calls that
                        made a new Operation), "futures_created"/"commitments_created": {name: n},
                        "future_cancels"/"future_deleted": {name: n}, "future_reservations": [...],
-                       "commitments": [...] (as GET shows them)
+                       "commitments": [...] (as GET shows them),
+                       "resize_request_inserts"/"resize_requests_created"/"resize_request_cancels":
+                       {name: n}, "resize_requests": [...] (as GET shows them)
   POST /_peer/config   {"op_steps": 2, "dedupe_seconds": 3600, "instance_steps": 2, "now": RFC3339
-                       (the peer's clock for the cancel rules; the real time when absent)}
+                       (the peer's clock for the cancel rules; the real time when absent),
+                       "flex_steps": 0 (looks in the region after which a queued resize request
+                       is fulfilled; 0: only when told)}
+  POST /_peer/resize_request {"region", "group", "name"?, "state": "SUCCEEDED" | "FAILED", "code"?}:
+                       Compute Engine finds the capacity (the group's target size grows by
+                       resizeBy, its instances are created) or gives up (status.error)
   POST /_peer/future   {"zone", "name", "procurementStatus"?, "lockTime"?}: Google's review
                        moves a future reservation on (e.g. APPROVED, PROCURING)
   POST /_peer/faults   {"seed": 7, "rules": [RULE, ...]} replaces the rules
@@ -111,7 +131,9 @@ Control API (JSON, not part of Compute Engine):
   POST /_peer/seed     {"zone", "name", "machine_type", "count", "description"?} makes a READY
                        reservation as another client would; {"kind": "group", "region",
                        "name", "machine_type", "size"?, "description"?} an instance template
-                       and a managed instance group of that name, as another client would
+                       and a managed instance group of that name, as another client would;
+                       {"kind": "resize_request", "region", "group", "name", "resizeBy"?,
+                       "state"?, "description"?} a queued resize request on a group
 
 A RULE is {"fault": KIND, ...}. OP names: `insert`, `get`, `list`, `aggregatedList`,
 `resize`, `delete`, `operations.get`, `operations.wait`. Transport faults match on "op" (a
@@ -188,6 +210,11 @@ ROUTES = [
     ("GET", re.compile(r"^/compute/v1/projects/(?P<p>[^/]+)/regions/(?P<rg>[^/]+)/commitments$"), "commitments.list"),
     ("GET", re.compile(r"^/compute/v1/projects/(?P<p>[^/]+)/regions/(?P<rg>[^/]+)/commitments/(?P<c>[^/]+)$"), "commitments.get"),
     ("GET", re.compile(r"^/compute/v1/projects/(?P<p>[^/]+)/aggregated/machineTypes$"), "machineTypes.aggregatedList"),
+    ("POST", re.compile(r"^/compute/v1/projects/(?P<p>[^/]+)/regions/(?P<rg>[^/]+)/instanceGroupManagers/(?P<g>[^/]+)/resizeRequests$"), "resizeRequests.insert"),
+    ("GET", re.compile(r"^/compute/v1/projects/(?P<p>[^/]+)/regions/(?P<rg>[^/]+)/instanceGroupManagers/(?P<g>[^/]+)/resizeRequests$"), "resizeRequests.list"),
+    ("GET", re.compile(r"^/compute/v1/projects/(?P<p>[^/]+)/regions/(?P<rg>[^/]+)/instanceGroupManagers/(?P<g>[^/]+)/resizeRequests/(?P<rr>[^/]+)$"), "resizeRequests.get"),
+    ("POST", re.compile(r"^/compute/v1/projects/(?P<p>[^/]+)/regions/(?P<rg>[^/]+)/instanceGroupManagers/(?P<g>[^/]+)/resizeRequests/(?P<rr>[^/]+)/cancel$"), "resizeRequests.cancel"),
+    ("DELETE", re.compile(r"^/compute/v1/projects/(?P<p>[^/]+)/regions/(?P<rg>[^/]+)/instanceGroupManagers/(?P<g>[^/]+)/resizeRequests/(?P<rr>[^/]+)$"), "resizeRequests.delete"),
     ("GET", re.compile(r"^/compute/v1/projects/(?P<p>[^/]+)/regions/(?P<rg>[^/]+)/operations/(?P<op>[^/]+)$"), "regionOperations.get"),
     ("POST", re.compile(r"^/compute/v1/projects/(?P<p>[^/]+)/regions/(?P<rg>[^/]+)/operations/(?P<op>[^/]+)/wait$"), "regionOperations.wait"),
 ]
@@ -233,6 +260,7 @@ class Peer:
         self.op_steps = 2
         self.instance_steps = 2
         self.dedupe_seconds = 3600
+        self.flex_steps = 0
         self.now = None
         self.reset_locked()
 
@@ -242,6 +270,7 @@ class Peer:
         self.futures = {}  # (project, zone, name) -> dict
         self.commitments = {}  # (project, region, name) -> dict
         self.groups = {}  # (project, region, name) -> dict
+        self.resize_requests = {}  # (project, region, group, name) -> dict
         self.operations = {}  # name -> dict
         self.request_ids = {}  # requestId -> (time, operation name)
         self.rules = []
@@ -252,7 +281,9 @@ class Peer:
                        "template_inserts": {}, "group_inserts": {}, "templates_created": {},
                        "groups_created": {}, "group_resizes": {},
                        "future_inserts": {}, "futures_created": {}, "future_cancels": {},
-                       "future_deleted": {}, "commitment_inserts": {}, "commitments_created": {}}
+                       "future_deleted": {}, "commitment_inserts": {}, "commitments_created": {},
+                       "resize_request_inserts": {}, "resize_requests_created": {},
+                       "resize_request_cancels": {}}
 
     # ---- control -------------------------------------------------------------------------
 
@@ -261,6 +292,7 @@ class Peer:
             self.op_steps = max(1, int(cfg.get("op_steps", self.op_steps)))
             self.instance_steps = max(0, int(cfg.get("instance_steps", self.instance_steps)))
             self.dedupe_seconds = float(cfg.get("dedupe_seconds", self.dedupe_seconds))
+            self.flex_steps = max(0, int(cfg.get("flex_steps", self.flex_steps)))
             if "now" in cfg:
                 self.now = parse_time(cfg["now"]) if cfg["now"] else None
 
@@ -287,6 +319,7 @@ class Peer:
             doc["instance_group_managers"] = groups
             doc["future_reservations"] = [self.future_view(f) for f in self.futures.values()]
             doc["commitments"] = [self.commitment_view(c) for c in self.commitments.values()]
+            doc["resize_requests"] = [self.rr_view(r) for r in self.resize_requests.values()]
             return doc
 
     def set_usage(self, doc):
@@ -301,6 +334,8 @@ class Peer:
     def seed(self, doc):
         if doc.get("kind") == "group":
             return self.seed_group(doc)
+        if doc.get("kind") == "resize_request":
+            return self.seed_resize_request(doc)
         with self.lock:
             r = self.new_reservation_locked(doc.get("project", "gpucap-test"), doc["zone"], doc["name"],
                                             doc["machine_type"], int(doc.get("count", 1)),
@@ -442,6 +477,11 @@ class Peer:
         for op in list(self.operations.values()):
             if op["project"] == project and op["region"] == region:
                 self.advance_locked(op)
+        for (rp, rr_region, _, _), r in list(self.resize_requests.items()):
+            if (rp, rr_region) == (project, region) and r["state"] == "ACCEPTED" and self.flex_steps > 0:
+                r["step"] += 1
+                if r["step"] >= self.flex_steps:
+                    self.fulfil_locked(r)
         for (gp, gr, _), g in self.groups.items():
             if (gp, gr) == (project, region):
                 for i in g["instances"]:
@@ -682,6 +722,8 @@ class Peer:
                "updatePolicy": g["updatePolicy"]}
         if g["description"] is not None:
             doc["description"] = g["description"]
+        if g.get("instanceLifecyclePolicy"):
+            doc["instanceLifecyclePolicy"] = g["instanceLifecyclePolicy"]
         return doc
 
     def seed_group(self, doc):
@@ -769,6 +811,7 @@ class Peer:
                  "instanceTemplate": "%s/instanceTemplates/%s" % (self.region_link(p, rg), tname),
                  "baseInstanceName": base, "targetSize": int(doc.get("targetSize") or 0),
                  "distributionPolicy": policy, "updatePolicy": doc.get("updatePolicy") or {},
+                 "instanceLifecyclePolicy": doc.get("instanceLifecyclePolicy"),
                  "instances": [], "id": new_id(), "created": rfc3339()}
             self.groups[(p, rg, name)] = g
             self.record["groups_created"][name] = self.record["groups_created"].get(name, 0) + 1
@@ -837,6 +880,171 @@ class Peer:
             self.advance_region_locked(p, rg)
             g = self.group_locked(p, rg, name)
             return 200, {"managedInstances": [self.instance_view(g, i) for i in g["instances"]]}
+
+    # ---- resize requests (DWS flex-start) ----------------------------------------------------
+
+    def rr_view(self, r):
+        rl = self.region_link(r["project"], r["region"])
+        doc = {"kind": "compute#instanceGroupManagerResizeRequest", "id": r["id"],
+               "creationTimestamp": r["created"], "name": r["name"], "region": rl,
+               "resizeBy": r["resizeBy"], "requestedRunDuration": {"seconds": str(r["seconds"])},
+               "state": r["state"], "status": {},
+               "selfLink": "%s/instanceGroupManagers/%s/resizeRequests/%s" % (rl, r["group"], r["name"])}
+        if r["description"] is not None:
+            doc["description"] = r["description"]
+        if r["error"]:
+            code, message = r["error"]
+            doc["status"] = {"error": {"errors": [{"code": code, "message": message}]}}
+        return doc
+
+    def fulfil_locked(self, r):
+        """Capacity found: every instance at once, the group's target size grows by resizeBy."""
+        g = self.groups.get((r["project"], r["region"], r["group"]))
+        if g is None:
+            return
+        r["state"] = "SUCCEEDED"
+        zone = g["distributionPolicy"]["zones"][0]["zone"].rsplit("/", 1)[-1]
+        g["targetSize"] += r["resizeBy"]
+        for _ in range(r["resizeBy"]):
+            g["instances"].append({"name": "%s-%s" % (g["baseInstanceName"], uuid.uuid4().hex[:4]),
+                                   "zone": zone, "id": new_id(), "step": 0,
+                                   "ready": self.instance_steps == 0, "error": None})
+
+    def rr_locked(self, p, rg, g, name):
+        r = self.resize_requests.get((p, rg, g, name))
+        if r is None:
+            raise GceError(404, "notFound", "The resource 'projects/%s/regions/%s/instanceGroupManagers/%s/resizeRequests/%s' "
+                                            "was not found" % (p, rg, g, name))
+        return r
+
+    def rr_insert(self, p, rg, gname, query, body):
+        rid = self.check_request_id(query)
+        doc = json.loads(body or b"{}")
+        with self.lock:
+            op = self.deduped_locked(rid)
+            if op:
+                return 200, self.op_view(op)
+            g = self.group_locked(p, rg, gname)
+            name = doc.get("name") or ""
+            self.check_name(name)
+            tname = g["instanceTemplate"].rsplit("/", 1)[-1]
+            t = self.templates.get((p, rg, tname)) or {}
+            model = ((t.get("properties") or {}).get("scheduling") or {}).get("provisioningModel")
+            if model != "FLEX_START":
+                raise GceError(400, "invalid", "Invalid resource usage: the instance template of '%s' must use the "
+                                               "FLEX_START provisioning model for a resize request." % gname)
+            try:
+                n = int(doc.get("resizeBy") or 0)
+                seconds = int((doc.get("requestedRunDuration") or {}).get("seconds") or 0)
+            except ValueError:
+                raise GceError(400, "invalid", "Invalid value for field 'resource.resizeBy'.")
+            if n < 1:
+                raise GceError(400, "invalid", "Invalid value for field 'resource.resizeBy': '%d'." % n)
+            if not 600 <= seconds <= 7 * 24 * 3600:
+                raise GceError(400, "invalid", "Invalid value for field 'resource.requestedRunDuration': '%ds'. "
+                                               "Must be between 10 minutes and 7 days." % seconds)
+            if (p, rg, gname, name) in self.resize_requests:
+                raise GceError(409, "alreadyExists", "The resource 'projects/%s/regions/%s/instanceGroupManagers/%s/"
+                                                     "resizeRequests/%s' already exists" % (p, rg, gname, name))
+            self.record["resize_request_inserts"][name] = self.record["resize_request_inserts"].get(name, 0) + 1
+            r = {"project": p, "region": rg, "group": gname, "name": name, "description": doc.get("description"),
+                 "resizeBy": n, "seconds": seconds, "state": "CREATING", "step": 0, "error": None,
+                 "id": new_id(), "created": rfc3339()}
+            # The name is taken from the insert on; the request is queued (ACCEPTED) at DONE.
+            self.resize_requests[(p, rg, gname, name)] = r
+            self.record["resize_requests_created"][name] = self.record["resize_requests_created"].get(name, 0) + 1
+
+            def accepted():
+                if r["state"] == "CREATING":
+                    r["state"] = "ACCEPTED"
+            op = self.new_operation_locked(p, None, "insert", "%s/resizeRequests/%s" % (gname, name), accepted, rid,
+                                           region=rg, collection="instanceGroupManagers")
+            return 200, self.op_view(op)
+
+    def rr_get(self, p, rg, gname, name):
+        with self.lock:
+            self.advance_region_locked(p, rg)
+            return 200, self.rr_view(self.rr_locked(p, rg, gname, name))
+
+    def rr_list(self, p, rg, gname):
+        with self.lock:
+            self.advance_region_locked(p, rg)
+            self.group_locked(p, rg, gname)
+            items = [self.rr_view(r) for (rp, rr_region, g, _), r in sorted(self.resize_requests.items())
+                     if (rp, rr_region, g) == (p, rg, gname)]
+            doc = {"kind": "compute#regionInstanceGroupManagerResizeRequestList",
+                   "id": "projects/%s/regions/%s/instanceGroupManagers/%s/resizeRequests" % (p, rg, gname),
+                   "selfLink": "%s/instanceGroupManagers/%s/resizeRequests" % (self.region_link(p, rg), gname)}
+            if items:
+                doc["items"] = items
+            return 200, doc
+
+    def rr_cancel(self, p, rg, gname, name, query):
+        rid = self.check_request_id(query)
+        with self.lock:
+            op = self.deduped_locked(rid)
+            if op:
+                return 200, self.op_view(op)
+            r = self.rr_locked(p, rg, gname, name)
+            if r["state"] != "ACCEPTED":
+                raise GceError(400, "conditionNotMet", "The resize request '%s' is in state %s; only an ACCEPTED "
+                                                       "resize request can be cancelled." % (name, r["state"]))
+            self.record["resize_request_cancels"][name] = self.record["resize_request_cancels"].get(name, 0) + 1
+
+            def cancelled():
+                if r["state"] == "ACCEPTED":
+                    r["state"] = "CANCELLED"
+            op = self.new_operation_locked(p, None, "cancel", "%s/resizeRequests/%s" % (gname, name), cancelled, rid,
+                                           region=rg, collection="instanceGroupManagers")
+            return 200, self.op_view(op)
+
+    def rr_delete(self, p, rg, gname, name, query):
+        rid = self.check_request_id(query)
+        with self.lock:
+            op = self.deduped_locked(rid)
+            if op:
+                return 200, self.op_view(op)
+            r = self.rr_locked(p, rg, gname, name)
+            if r["state"] in ("CREATING", "ACCEPTED"):
+                raise GceError(400, "conditionNotMet", "The resize request '%s' is active; only an inactive resize "
+                                                       "request can be deleted." % name)
+
+            def gone():
+                self.resize_requests.pop((p, rg, gname, name), None)
+            op = self.new_operation_locked(p, None, "delete", "%s/resizeRequests/%s" % (gname, name), gone, rid,
+                                           region=rg, collection="instanceGroupManagers")
+            return 200, self.op_view(op)
+
+    def rr_review(self, doc):
+        """Google's side of a queued request: capacity found (SUCCEEDED) or given up (FAILED)."""
+        p = doc.get("project", "gpucap-test")
+        with self.lock:
+            matches = [r for (rp, rg, g, n), r in self.resize_requests.items()
+                       if rp == p and rg == doc["region"] and g == doc["group"] and n == doc.get("name", n)]
+            if not matches:
+                raise KeyError("no resize request on %s" % doc["group"])
+            for r in matches:
+                if doc["state"] == "SUCCEEDED":
+                    self.fulfil_locked(r)
+                elif doc["state"] == "FAILED":
+                    r["state"] = "FAILED"
+                    r["error"] = (doc.get("code", "ZONE_RESOURCE_POOL_EXHAUSTED"),
+                                  "The resize request could not be fulfilled before its time ran out.")
+                else:
+                    r["state"] = doc["state"]
+
+    def seed_resize_request(self, doc):
+        """A queued request on a group, as another client would make it."""
+        p = doc.get("project", "gpucap-test")
+        with self.lock:
+            g = self.group_locked(p, doc["region"], doc["group"])
+            name = doc["name"]
+            self.resize_requests[(p, doc["region"], g["name"], name)] = {
+                "project": p, "region": doc["region"], "group": g["name"], "name": name,
+                "description": doc.get("description"), "resizeBy": int(doc.get("resizeBy", 1)),
+                "seconds": int(doc.get("seconds", 3600)), "state": doc.get("state", "ACCEPTED"), "step": 0,
+                "error": None, "id": new_id(), "created": rfc3339()}
+            return {"name": name}
 
     def region_operation(self, p, rg, name):
         with self.lock:
@@ -1123,6 +1331,8 @@ class Handler(BaseHTTPRequestHandler):
                     self.peer.reset_locked()
             elif self.path.startswith("/_peer/usage"):
                 self.peer.set_usage(doc)
+            elif self.path.startswith("/_peer/resize_request"):
+                self.peer.rr_review(doc)
             elif self.path.startswith("/_peer/future"):
                 self.peer.future_review(doc)
             elif self.path.startswith("/_peer/seed"):
@@ -1211,6 +1421,16 @@ class Handler(BaseHTTPRequestHandler):
             return self.peer.group_resize(p, g["rg"], g["g"], query)
         if op == "groups.listManagedInstances":
             return self.peer.group_instances(p, g["rg"], g["g"])
+        if op == "resizeRequests.insert":
+            return self.peer.rr_insert(p, g["rg"], g["g"], query, body)
+        if op == "resizeRequests.get":
+            return self.peer.rr_get(p, g["rg"], g["g"], g["rr"])
+        if op == "resizeRequests.list":
+            return self.peer.rr_list(p, g["rg"], g["g"])
+        if op == "resizeRequests.cancel":
+            return self.peer.rr_cancel(p, g["rg"], g["g"], g["rr"], query)
+        if op == "resizeRequests.delete":
+            return self.peer.rr_delete(p, g["rg"], g["g"], g["rr"], query)
         if op == "future.insert":
             return self.peer.future_insert(p, g["z"], query, body)
         if op == "future.get":

@@ -1,6 +1,6 @@
 //! Starts `tests/peers/gce_peer.py`, the local Compute Engine peer (zonal reservations, zone
 //! Operations, regional instance templates and managed instance groups, region Operations,
-//! calendar-mode future reservations, region commitments,
+//! calendar-mode future reservations, region commitments, DWS resize requests,
 //! requestId dedupe, fault injection, a record of everything created), for tests of the GCP
 //! act provider and of `gpucap apply`/`release` on GCP.
 //!
@@ -130,7 +130,8 @@ impl GcePeer {
 
     /// A per-name count of the record (`created`, `inserts`, `deleted`, `resizes`,
     /// `template_inserts`, `group_inserts`, `templates_created`, `groups_created`,
-    /// `group_resizes`).
+    /// `group_resizes`, `resize_request_inserts`, `resize_requests_created`,
+    /// `resize_request_cancels`).
     pub fn counts(&self, what: &str) -> std::collections::BTreeMap<String, u64> {
         self.record()[what]
             .as_object()
@@ -170,6 +171,33 @@ impl GcePeer {
     /// `{"zone", "name", "procurementStatus"?, "lockTime"?}`.
     pub fn review_future(&self, doc: &Value) {
         self.post("/_peer/future", doc);
+    }
+
+    /// Resize requests (DWS flex-start) as `regionInstanceGroupManagerResizeRequests.get`
+    /// shows them.
+    pub fn resize_requests(&self) -> Vec<Value> {
+        self.record()["resize_requests"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// Moves a queued resize request on as Compute Engine would: `{"region", "group",
+    /// "name"?, "state": "SUCCEEDED" | "FAILED" | …, "code"?}` (every request on the group
+    /// when `name` is absent).
+    pub fn review_resize_request(&self, doc: &Value) {
+        let mut doc = doc.clone();
+        doc["project"] = PROJECT.into();
+        self.post("/_peer/resize_request", &doc);
+    }
+
+    /// Makes a queued resize request on a group as another client would: `{"region",
+    /// "group", "name", "resizeBy"?, "state"?, "description"?}`.
+    pub fn seed_resize_request(&self, doc: &Value) {
+        let mut doc = doc.clone();
+        doc["project"] = PROJECT.into();
+        doc["kind"] = "resize_request".into();
+        self.peer.post_json("/_peer/seed", &doc);
     }
 
     /// Sets the peer's configuration (`{"now": RFC 3339}` sets its clock).

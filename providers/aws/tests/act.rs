@@ -580,6 +580,7 @@ fn pool_spec(name: &str, subnet: &str) -> PoolSpec {
         security_groups: Vec::new(),
         capacity_reservations: Vec::new(),
         max_size: 8,
+        flex_start: None,
     }
 }
 

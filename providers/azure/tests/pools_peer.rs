@@ -49,6 +49,7 @@ fn spec(reservations: Vec<String>) -> PoolSpec {
         security_groups: vec![],
         capacity_reservations: reservations,
         max_size: 4,
+        flex_start: None,
     }
 }
 

@@ -126,6 +126,16 @@ pub struct PoolSpec {
     /// Reservation and block ids the pool should launch into first.
     pub capacity_reservations: Vec<String>,
     pub max_size: u32,
+    /// Work that can wait: the pool's on-demand instances are asked for as queued flex-start
+    /// capacity (GCP: DWS resize requests) instead of at once. Only GCP takes it.
+    #[serde(default)]
+    pub flex_start: Option<FlexStart>,
+}
+
+/// A flex-start pool's terms: how long each instance runs before the cloud deletes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FlexStart {
+    pub run_seconds: u64,
 }
 
 /// How many instances a pool should run, split by purchase model.
@@ -430,6 +440,30 @@ pub trait Pools: Send + Sync {
         size: PoolSize,
         dry_run: bool,
     ) -> BoxFuture<'_, ActResult>;
+    /// Sizes a flex-start pool ([`PoolSpec::flex_start`]): what its on-demand group lacks is
+    /// asked for as one queued request, named from `id.client_token` so that a repeat finds
+    /// it instead of asking twice; shrinking is [`Pools::scale_pool`]'s. A request accepted
+    /// but not yet fulfilled answers `Ok` with the resource's `state` `pending`. Clouds
+    /// without queued capacity keep the default, which refuses.
+    fn request_pool(
+        &self,
+        _region: &str,
+        _name: &str,
+        _size: PoolSize,
+        _flex: FlexStart,
+        _id: &Idempotency,
+        _dry_run: bool,
+    ) -> BoxFuture<'_, ActResult> {
+        Box::pin(async {
+            Err(ActError {
+                api: "request_pool".into(),
+                kind: ActErrorKind::Other,
+                code: None,
+                message: "this cloud has no flex-start (queued) capacity for pools".into(),
+                request_id: None,
+            })
+        })
+    }
 }
 
 /// Finding what exists, for reconciliation and for `release`.

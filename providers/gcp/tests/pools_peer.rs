@@ -43,6 +43,7 @@ fn spec(reservations: &[&str]) -> PoolSpec {
         security_groups: vec!["gpu-train".into()],
         capacity_reservations: reservations.iter().map(|r| r.to_string()).collect(),
         max_size: 8,
+        flex_start: None,
     }
 }
 

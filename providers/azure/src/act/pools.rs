@@ -737,6 +737,7 @@ mod tests {
             security_groups: vec!["/subscriptions/s/resourceGroups/net/providers/Microsoft.Network/networkSecurityGroups/gpu".into()],
             capacity_reservations: vec![],
             max_size: 4,
+            flex_start: None,
         }
     }
 

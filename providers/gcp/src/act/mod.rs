@@ -2,7 +2,9 @@
 //! Compute Engine reservations (`reservations.insert`, `resize`, `delete`), makes and sizes
 //! pools (a regional instance template and managed instance group per pool and purchase
 //! model: `regionInstanceTemplates.insert`, `regionInstanceGroupManagers.insert`, `resize`,
-//! `listManagedInstances`; see [`pools`]), requests capacity blocks as future reservations in
+//! `listManagedInstances`; see [`pools`]), grows flex-start pools with DWS resize requests
+//! and cancels the queued ones it made (`regionInstanceGroupManagerResizeRequests.insert`,
+//! `cancel`; see [`flex`]), requests capacity blocks as future reservations in
 //! calendar mode and cancels them while Compute Engine allows it (`futureReservations.insert`,
 //! `cancel`, `delete`; see [`future`]), and signs commitments (`regionCommitments.insert`; see
 //! [`commitments`]), through google-cloud-compute-v1's REST/JSON client, and finds them again
@@ -23,7 +25,9 @@
 //! - **Operations are followed to `DONE`** with `zoneOperations.wait` (reservations) or
 //!   `regionOperations.wait` (pools) in a loop (it returns after at most two minutes,
 //!   sometimes earlier, not necessarily `DONE`), and the Operation's `error.errors[]` is
-//!   mapped onto the shared taxonomy ([`ops`]).
+//!   mapped onto the shared taxonomy ([`ops`]). Every Operation a mutating call starts is
+//!   reported through `gpucap_provider::capacity::note_operation` before the wait, so the
+//!   executor journals it and a killed run waits on it instead of sending the call again.
 //! - **A pool's resize is not its instances.** After a resize is `DONE`, the group's
 //!   instances are listed until they run (`currentAction` `NONE`, `RUNNING`); fewer running
 //!   than asked is an error of the kind the instances' `lastAttempt` names (capacity when none
@@ -38,13 +42,15 @@
 //! offering to re-quote: the plan's price is taken as is, and Google reviews the request);
 //! a request cancelled within 24 hours of its approval (which Compute Engine allows from four
 //! days before the start) is left to a person, as the API does not say when it was approved;
-//! DWS resize requests (`regionInstanceGroupManagerResizeRequests`) are not used; pools are
+//! a flex-start request is asked for at most once per plan and pool (a `FAILED` one waits for
+//! a new plan), and a pool made without `flex_start` is not turned into one; pools are
 //! made and sized, never deleted (a pool no campaign needs is scaled to zero). A pool whose
 //! capacity is one capacity block targets the block's reservation by name; a pool with a
 //! block *and* other reservations takes any matching reservation, which does not include the
 //! block's (it is made `specificReservationRequired`).
 
 mod commitments;
+mod flex;
 mod future;
 pub mod names;
 mod ops;
@@ -54,8 +60,9 @@ mod reservations;
 use std::time::Duration;
 
 use google_cloud_compute_v1::client::{
-    FutureReservations, MachineTypes, RegionCommitments, RegionInstanceGroupManagers,
-    RegionInstanceTemplates, RegionOperations, Reservations as ReservationsClient, ZoneOperations,
+    FutureReservations, MachineTypes, RegionCommitments, RegionInstanceGroupManagerResizeRequests,
+    RegionInstanceGroupManagers, RegionInstanceTemplates, RegionOperations,
+    Reservations as ReservationsClient, ZoneOperations,
 };
 use google_cloud_gax::retry_policy::NeverRetry;
 use gpucap_provider::capacity::{ActError, ActErrorKind, ActResult};
@@ -142,6 +149,7 @@ pub struct GcpCapacity {
     operations: ZoneOperations,
     templates: RegionInstanceTemplates,
     groups: RegionInstanceGroupManagers,
+    resize_requests: RegionInstanceGroupManagerResizeRequests,
     region_operations: RegionOperations,
     future: FutureReservations,
     commitments: RegionCommitments,
@@ -183,6 +191,9 @@ impl GcpCapacity {
         let mut groups = RegionInstanceGroupManagers::builder()
             .with_credentials(creds.clone())
             .with_retry_policy(NeverRetry);
+        let mut resize_requests = RegionInstanceGroupManagerResizeRequests::builder()
+            .with_credentials(creds.clone())
+            .with_retry_policy(NeverRetry);
         let mut region_operations = RegionOperations::builder()
             .with_credentials(creds.clone())
             .with_retry_policy(NeverRetry);
@@ -200,6 +211,7 @@ impl GcpCapacity {
             operations = operations.with_endpoint(url);
             templates = templates.with_endpoint(url);
             groups = groups.with_endpoint(url);
+            resize_requests = resize_requests.with_endpoint(url);
             region_operations = region_operations.with_endpoint(url);
             future = future.with_endpoint(url);
             commitments = commitments.with_endpoint(url);
@@ -210,6 +222,7 @@ impl GcpCapacity {
             operations: operations.build().await.map_err(build_err)?,
             templates: templates.build().await.map_err(build_err)?,
             groups: groups.build().await.map_err(build_err)?,
+            resize_requests: resize_requests.build().await.map_err(build_err)?,
             region_operations: region_operations.build().await.map_err(build_err)?,
             future: future.build().await.map_err(build_err)?,
             commitments: commitments.build().await.map_err(build_err)?,

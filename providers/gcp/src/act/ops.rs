@@ -1,6 +1,7 @@
 //! Errors and Operations: every SDK error and every failed Operation classified onto the
-//! shared taxonomy, and the `zoneOperations.wait` / `regionOperations.wait` loop that follows
-//! an Operation to `DONE` (reservations are zonal; pools are regional).
+//! shared taxonomy, the `zoneOperations.wait` / `regionOperations.wait` loop that follows
+//! an Operation to `DONE` (reservations are zonal; pools, resize requests and commitments are
+//! regional), and [`note`], which reports a started Operation to the caller's journal.
 
 use google_cloud_compute_v1::model::Operation;
 use google_cloud_compute_v1::model::operation;

@@ -16,7 +16,13 @@
 //! name is read (`get`); an existing template or group is used only when its name and
 //! description say gpucap made it, and nothing else is ever resized. A 409 `alreadyExists`
 //! is settled by the same read. Every insert and resize carries a `requestId` (a UUID v5 of
-//! the client token, or of the group and size), never the zero UUID.
+//! the client token, or of the group and size), never the zero UUID, and reports its
+//! Operation (`regions/{region}/operations/{name}`) to the executor's journal before waiting
+//! on it, so a killed run resumes the wait instead of sending the call again.
+//!
+//! **Flex-start.** A pool whose spec asks for flex-start gets a `FLEX_START` on-demand
+//! template and a group that leaves failed VMs to the request; growing it is a resize request
+//! ([`super::flex`]), and sizing it below its queued requests cancels gpucap's first.
 //!
 //! **Running, not just asked.** A `resize` that is `DONE` only sets the target size. The
 //! group's instances are then listed until each has `currentAction=NONE` and is `RUNNING`, or
@@ -27,35 +33,36 @@
 
 use google_cloud_compute_v1::model::{
     AttachedDisk, AttachedDiskInitializeParams, DistributionPolicy,
-    DistributionPolicyZoneConfiguration, InstanceGroupManager, InstanceGroupManagerUpdatePolicy,
+    DistributionPolicyZoneConfiguration, InstanceGroupManager,
+    InstanceGroupManagerInstanceLifecyclePolicy, InstanceGroupManagerUpdatePolicy,
     InstanceProperties, InstanceTemplate, ManagedInstance, NetworkInterface, ReservationAffinity,
-    Scheduling, Tags, distribution_policy, instance_group_manager_update_policy, managed_instance,
-    reservation_affinity, scheduling,
+    Scheduling, Tags, distribution_policy, instance_group_manager_instance_lifecycle_policy,
+    instance_group_manager_update_policy, managed_instance, reservation_affinity, scheduling,
 };
 use gpucap_provider::BoxFuture;
 use gpucap_provider::capacity::{
-    ActError, ActErrorKind, ActResult, CloudResource, Done, Idempotency, Placement, PoolSize,
-    PoolSpec, Pools, ResourceKind, tag,
+    ActError, ActErrorKind, ActResult, CloudResource, Done, FlexStart, Idempotency, Placement,
+    PoolSize, PoolSpec, Pools, ResourceKind, tag,
 };
 
 use super::GcpCapacity;
 use super::names;
-use super::ops::{Scope, classify, kind_of_reason, refuse};
+use super::ops::{Scope, classify, kind_of_reason, note, refuse};
 
 const TEMPLATE_INSERT: &str = "regionInstanceTemplates.insert";
-const TEMPLATE_GET: &str = "regionInstanceTemplates.get";
+pub(super) const TEMPLATE_GET: &str = "regionInstanceTemplates.get";
 const GROUP_INSERT: &str = "regionInstanceGroupManagers.insert";
-const GROUP_GET: &str = "regionInstanceGroupManagers.get";
+pub(super) const GROUP_GET: &str = "regionInstanceGroupManagers.get";
 const GROUP_LIST: &str = "regionInstanceGroupManagers.list";
-const RESIZE: &str = "regionInstanceGroupManagers.resize";
+pub(super) const RESIZE: &str = "regionInstanceGroupManagers.resize";
 const LIST_MANAGED: &str = "regionInstanceGroupManagers.listManagedInstances";
 /// The longest `baseInstanceName` Compute Engine takes.
 const MAX_BASE_NAME: usize = 58;
 
 /// What one group runs now, as `listManagedInstances` says.
 #[derive(Debug, Default)]
-struct Running {
-    running: u32,
+pub(super) struct Running {
+    pub(super) running: u32,
     /// Instances listed at all (right after a resize, not every one may show yet).
     listed: u32,
     /// Instances still being created, restarted, … (`currentAction` other than `NONE`).
@@ -64,7 +71,15 @@ struct Running {
     error: Option<(String, String)>,
 }
 
-fn not_ours(api: &str, what: &str, region: &str, name: &str) -> ActError {
+/// How a new group spreads and grows: the zones it may use (none: the region's), and whether
+/// it is a flex-start group (grown by resize requests).
+#[derive(Debug, Clone, Copy)]
+struct Shape<'a> {
+    zones: &'a [String],
+    flex_start: bool,
+}
+
+pub(super) fn not_ours(api: &str, what: &str, region: &str, name: &str) -> ActError {
     refuse(
         api,
         ActErrorKind::Other,
@@ -86,14 +101,14 @@ fn pool_id(group: &InstanceGroupManager) -> String {
 }
 
 /// What the template says the machines are.
-fn machine_of(t: Option<&InstanceTemplate>) -> String {
+pub(super) fn machine_of(t: Option<&InstanceTemplate>) -> String {
     t.and_then(|t| t.properties.as_ref())
         .and_then(|p| p.machine_type.clone())
         .unwrap_or_default()
 }
 
 /// A pool as gpucap describes it: its on-demand group, with the spot group's size added.
-fn resource(
+pub(super) fn resource(
     region: &str,
     group: &InstanceGroupManager,
     spot: Option<&InstanceGroupManager>,
@@ -151,6 +166,14 @@ fn template_properties(spec: &PoolSpec, spot: bool) -> InstanceProperties {
         s.automatic_restart = Some(false);
         affinity.consume_reservation_type =
             Some(reservation_affinity::ConsumeReservationType::NoReservation);
+    } else if spec.flex_start.is_some() {
+        // Flex-start VMs (DWS): queued until capacity frees up, deleted at the end of their
+        // run duration (the resize request's), never restarted, and they take no reservation.
+        s.provisioning_model = Some(scheduling::ProvisioningModel::FlexStart);
+        s.instance_termination_action = Some(scheduling::InstanceTerminationAction::Delete);
+        s.automatic_restart = Some(false);
+        affinity.consume_reservation_type =
+            Some(reservation_affinity::ConsumeReservationType::NoReservation);
     } else {
         s.provisioning_model = Some(scheduling::ProvisioningModel::Standard);
         s.automatic_restart = Some(true);
@@ -200,7 +223,11 @@ impl GcpCapacity {
         )
     }
 
-    async fn template(&self, region: &str, name: &str) -> ActResult<Option<InstanceTemplate>> {
+    pub(super) async fn template(
+        &self,
+        region: &str,
+        name: &str,
+    ) -> ActResult<Option<InstanceTemplate>> {
         match self
             .templates
             .get()
@@ -218,7 +245,11 @@ impl GcpCapacity {
         }
     }
 
-    async fn group(&self, region: &str, name: &str) -> ActResult<Option<InstanceGroupManager>> {
+    pub(super) async fn group(
+        &self,
+        region: &str,
+        name: &str,
+    ) -> ActResult<Option<InstanceGroupManager>> {
         match self
             .groups
             .get()
@@ -270,6 +301,7 @@ impl GcpCapacity {
             .await;
         let outcome = match sent {
             Ok(op) => {
+                note(Scope::Region(region), &op);
                 self.follow(TEMPLATE_INSERT, Scope::Region(region), op)
                     .await
             }
@@ -298,9 +330,10 @@ impl GcpCapacity {
         name: &str,
         description: &str,
         template: &str,
-        zones: &[String],
+        shape: Shape<'_>,
         key: &str,
     ) -> ActResult<InstanceGroupManager> {
+        let Shape { zones, flex_start } = shape;
         let check = |g: InstanceGroupManager| {
             if names::owned(g.name.as_deref(), g.description.as_deref()) {
                 Ok(g)
@@ -341,6 +374,15 @@ impl GcpCapacity {
         update.instance_redistribution_type =
             Some(instance_group_manager_update_policy::InstanceRedistributionType::None);
         body.update_policy = Some(update);
+        if flex_start {
+            // What Google's resize-request examples set: a VM that fails to start is left to
+            // the request (which fails or retries as a whole), not repaired one by one.
+            let mut lifecycle = InstanceGroupManagerInstanceLifecyclePolicy::default();
+            lifecycle.default_action_on_failure = Some(
+                instance_group_manager_instance_lifecycle_policy::DefaultActionOnFailure::DoNothing,
+            );
+            body.instance_lifecycle_policy = Some(lifecycle);
+        }
         let sent = self
             .groups
             .insert()
@@ -351,7 +393,10 @@ impl GcpCapacity {
             .send()
             .await;
         let outcome = match sent {
-            Ok(op) => self.follow(GROUP_INSERT, Scope::Region(region), op).await,
+            Ok(op) => {
+                note(Scope::Region(region), &op);
+                self.follow(GROUP_INSERT, Scope::Region(region), op).await
+            }
             Err(e) => Err(classify(GROUP_INSERT, &e, true)),
         };
         match outcome {
@@ -449,7 +494,10 @@ impl GcpCapacity {
                 &name,
                 &description,
                 &name,
-                &zones,
+                Shape {
+                    zones: &zones,
+                    flex_start: spec.flex_start.is_some(),
+                },
                 &format!("{token}:group"),
             )
             .await?;
@@ -488,6 +536,7 @@ impl GcpCapacity {
                 .await
                 .map_err(|e| classify(RESIZE, &e, true))?;
             let op_name = op.name.clone();
+            note(Scope::Region(region), &op);
             self.follow(RESIZE, Scope::Region(region), op).await?;
             let after = self.group(region, &name).await?.ok_or_else(|| {
                 refuse(
@@ -530,7 +579,7 @@ impl GcpCapacity {
     }
 
     /// Lists a group's instances until `want` run, one reports an error, or time is up.
-    async fn confirm(&self, region: &str, name: &str, want: u32) -> ActResult<Running> {
+    pub(super) async fn confirm(&self, region: &str, name: &str, want: u32) -> ActResult<Running> {
         let deadline = tokio::time::Instant::now() + self.config.operation_timeout;
         loop {
             let now = self.running(region, name).await?;
@@ -545,7 +594,18 @@ impl GcpCapacity {
         }
     }
 
-    async fn scale(&self, region: &str, pool: &str, size: PoolSize, dry_run: bool) -> ActResult {
+    /// Sizes a pool (absolute). `cancel_queued`: a flex-start pool's unfulfilled resize
+    /// requests that gpucap made are cancelled first when they would grow the on-demand group
+    /// past `size` ([`GcpCapacity::cancel_queued`]); `gpucap release` scaling to zero always
+    /// does.
+    pub(super) async fn scale(
+        &self,
+        region: &str,
+        pool: &str,
+        size: PoolSize,
+        dry_run: bool,
+        cancel_queued: bool,
+    ) -> ActResult {
         let name = names::pool_resource_name(pool, false);
         let Some(group) = self.group(region, &name).await? else {
             if dry_run {
@@ -592,6 +652,11 @@ impl GcpCapacity {
         }
         let template = self.template(region, &name).await?;
         let machine = machine_of(template.as_ref());
+        let group = if cancel_queued && super::flex::is_flex_start(template.as_ref()) {
+            self.cancel_queued(region, group, size.on_demand).await?
+        } else {
+            group
+        };
         let spot_group = match spot_group {
             Some(g) => Some(g),
             None if size.spot > 0 => {
@@ -633,7 +698,10 @@ impl GcpCapacity {
                         &spot_name,
                         &description,
                         &spot_name,
-                        &zones,
+                        Shape {
+                            zones: &zones,
+                            flex_start: false,
+                        },
                         &format!("{key}:group"),
                     )
                     .await?,
@@ -713,13 +781,13 @@ impl GcpCapacity {
             .group(region, &names::pool_resource_name(id, true))
             .await?;
         let t = self.template(region, &name).await?;
-        Ok(Some(resource(
-            region,
-            &group,
-            spot.as_ref(),
-            machine_of(t.as_ref()),
-            None,
-        )))
+        let mut found = resource(region, &group, spot.as_ref(), machine_of(t.as_ref()), None);
+        if super::flex::is_flex_start(t.as_ref()) {
+            // What gpucap's queued resize requests will add is wanted too (`release` sees a
+            // pool whose instances are only queued, and cancels them).
+            found.instances += self.queued_instances(region, &name).await?;
+        }
+        Ok(Some(found))
     }
 
     /// Pools in `region` whose group's tag `key` is `value` (one per pool: its on-demand
@@ -760,7 +828,7 @@ impl GcpCapacity {
 }
 
 /// An insert that found the name taken (409, or an Operation error saying so).
-fn conflict(e: &ActError) -> bool {
+pub(super) fn conflict(e: &ActError) -> bool {
     matches!(
         e.code.as_deref(),
         Some("alreadyExists" | "RESOURCE_ALREADY_EXISTS" | "conflict")
@@ -815,7 +883,20 @@ impl Pools for GcpCapacity {
         dry_run: bool,
     ) -> BoxFuture<'_, ActResult> {
         let (region, name) = (region.to_string(), name.to_string());
-        Box::pin(async move { self.scale(&region, &name, size, dry_run).await })
+        Box::pin(async move { self.scale(&region, &name, size, dry_run, true).await })
+    }
+
+    fn request_pool(
+        &self,
+        region: &str,
+        name: &str,
+        size: PoolSize,
+        flex: FlexStart,
+        id: &Idempotency,
+        dry_run: bool,
+    ) -> BoxFuture<'_, ActResult> {
+        let (region, name, id) = (region.to_string(), name.to_string(), id.clone());
+        Box::pin(async move { self.flex(&region, &name, size, flex, &id, dry_run).await })
     }
 }
 
@@ -834,6 +915,7 @@ mod tests {
             security_groups: vec!["train".into()],
             capacity_reservations: reservations.iter().map(|r| r.to_string()).collect(),
             max_size: 4,
+            flex_start: None,
         }
     }
 
