@@ -44,6 +44,9 @@ fn main() {
     }
     let mut sizes = vec![1_000, 2_000, 10_000];
     let mut extra = Vec::new();
+    // Pools joined by shared limits may not be proven optimal in minutes: each plan stops at
+    // this limit with its gap (status `feasible`), as a user's run would.
+    let mut time_limit = "60".to_string();
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
         match a.as_str() {
@@ -52,11 +55,13 @@ fn main() {
                 sizes = vec![n.expect("--campaigns N")];
             }
             "--max-problem-size" => {
-                extra = vec![a, it.next().expect("--max-problem-size N")];
+                extra.extend([a, it.next().expect("--max-problem-size N")]);
             }
+            "--time-limit" => time_limit = it.next().expect("--time-limit SECONDS"),
             _ => {} // `--bench` and filters cargo passes
         }
     }
+    extra.extend(["--time-limit".to_string(), time_limit]);
     println!("machine: {}", machine());
     println!(
         "| campaigns | gpucap plan s (wall) | CPU s | peak MB | problem size | expected cost | status |"
@@ -124,6 +129,15 @@ fn run(dir: &Path, config: &Path, extra: &[String]) -> Row {
         cost: solution["expected_cost"]
             .as_f64()
             .map_or("—".into(), |c| format!("{c:.0}")),
-        status: solution["status"].as_str().unwrap_or("—").to_string(),
+        status: match (
+            solution["status"].as_str(),
+            solution["expected_cost"].as_f64(),
+            solution["bound"].as_f64(),
+        ) {
+            (Some("feasible"), Some(cost), Some(bound)) if cost > 0.0 => {
+                format!("feasible, gap {:.2} %", (cost - bound) / cost * 100.0)
+            }
+            (status, _, _) => status.unwrap_or("—").to_string(),
+        },
     }
 }

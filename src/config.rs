@@ -63,6 +63,33 @@ pub struct Config {
     /// What `gpucap release` frees.
     #[serde(default)]
     pub release: ReleaseSettings,
+    /// Your cloud quotas on GPU capacity, overriding what is read live and the offline default.
+    #[serde(default)]
+    pub quotas: QuotaSettings,
+}
+
+/// `[quotas]`: the quotas the plan keeps within.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QuotaSettings {
+    /// `"cloud/region/quota" = value` in the quota's own unit: AWS vCPUs by quota code
+    /// (`"aws/us-east-1/L-417A185B" = 3072`, Running On-Demand P instances), GCP GPUs by quota
+    /// name (`"gcp/us-central1/NVIDIA_H100_GPUS" = 64`), Azure vCPUs by VM family
+    /// (`"azure/eastus/standardNCADSH100v5Family" = 400`). These win over live figures.
+    #[serde(default)]
+    pub limits: BTreeMap<String, u64>,
+}
+
+impl QuotaSettings {
+    /// The configured value of `id`, if any.
+    pub fn get(&self, id: &gpucap_provider::quotas::QuotaId) -> Option<u64> {
+        self.limits.iter().find_map(|(k, v)| {
+            gpucap_provider::quotas::QuotaId::parse(k)
+                .ok()
+                .filter(|k| k.matches(id))
+                .map(|_| *v)
+        })
+    }
 }
 
 /// `[release]`: when `gpucap release` takes a reservation for idle.
@@ -863,6 +890,16 @@ impl Config {
                 return Err(InputError::new(
                     at(format!("{at_key}.availability")),
                     format!("must be a fraction in [0, 1], found {a}"),
+                ));
+            }
+        }
+        for key in self.quotas.limits.keys() {
+            let id = gpucap_provider::quotas::QuotaId::parse(key)
+                .map_err(|m| InputError::new(at(format!("quotas.limits.\"{key}\"")), m))?;
+            if Cloud::of_region(&id.region).is_some_and(|c| c != id.cloud) {
+                return Err(InputError::new(
+                    at(format!("quotas.limits.\"{key}\"")),
+                    format!("`{}` is not a region of {}", id.region, id.cloud),
                 ));
             }
         }

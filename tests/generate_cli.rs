@@ -755,9 +755,59 @@ fn regenerating_in_another_format_replaces_the_old_files_and_keeps_others() {
 }
 
 #[test]
+fn a_purchase_in_pieces_is_one_module_call_per_piece() {
+    // The fixture's AWS block, grown past what one block holds (64): the plan lists its
+    // pieces and generate writes one call for each.
+    let mut plan: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(fixture("aws.json")).unwrap()).unwrap();
+    let block = plan["actions"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|a| a["kind"] == "purchase_capacity_block")
+        .unwrap();
+    block["instances"] = 71.into();
+    block["gpus"] = 568.into();
+    block["pieces"] = serde_json::json!([64, 7]);
+    let id = block["id"].as_str().unwrap().to_string();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("plan.json");
+    fs::write(&path, serde_json::to_string(&plan).unwrap()).unwrap();
+    let out = dir.path().join("out");
+    generate_ok(&path, &out, &[]);
+    let body = parse_hcl(&out.join("main.tf"));
+    let counts: Vec<(String, String)> = module_calls(&body)
+        .into_iter()
+        .filter_map(|(name, b)| {
+            let count = b
+                .attributes()
+                .find(|a| a.key() == "instance_count")?
+                .expr()
+                .to_string();
+            let named = b
+                .attributes()
+                .find(|a| a.key() == "name")?
+                .expr()
+                .to_string();
+            named.contains(&id).then_some((name, count))
+        })
+        .collect();
+    assert_eq!(counts.len(), 2, "{counts:?}");
+    assert!(
+        counts[0].0.ends_with("_1") && counts[1].0.ends_with("_2"),
+        "{counts:?}"
+    );
+    assert_eq!(
+        counts.iter().map(|c| c.1.as_str()).collect::<Vec<_>>(),
+        ["64", "7"]
+    );
+}
+
+#[test]
 fn a_block_larger_than_the_cloud_sells_is_one_module_call_per_piece() {
-    // The fixture's AWS block, grown past what one block holds (64): generate writes one call
-    // per piece, as even as possible, the same pieces `apply` buys.
+    // The fixture's AWS block, grown past what one block holds (64), in a plan that lists no
+    // pieces: generate writes one call per piece of AWS's rule (64 + 36), the pieces `apply`
+    // buys.
     let mut plan: serde_json::Value =
         serde_json::from_str(&fs::read_to_string(fixture("aws.json")).unwrap()).unwrap();
     let block = plan["actions"]
@@ -798,6 +848,6 @@ fn a_block_larger_than_the_cloud_sells_is_one_module_call_per_piece() {
     );
     assert_eq!(
         counts.iter().map(|c| c.1.as_str()).collect::<Vec<_>>(),
-        ["50", "50"]
+        ["64", "36"]
     );
 }

@@ -433,7 +433,7 @@ fn plan_files_are_checked_before_anything_is_generated_from_them() {
         std::fs::read_to_string(root().join("tests/fixtures/plans/aws.json")).expect("fixture");
     let base: serde_json::Value = serde_json::from_str(&text).expect("json");
     type Edit = fn(&mut serde_json::Value);
-    let cases: [(Edit, &str); 12] = [
+    let cases: [(Edit, &str); 14] = [
         (
             |p| p["actions"][0]["instances"] = 4294967295u32.into(),
             "actions[0].instances",
@@ -478,7 +478,19 @@ fn plan_files_are_checked_before_anything_is_generated_from_them() {
             |p| p["actions"][0]["start"] = "+262143-01-01T00:00:00Z".into(),
             "actions[0].start",
         ),
-        // A capacity block of a length AWS does not sell (whole days, 1-14, then weeks).
+        // Within the cloud's purchase rules: AWS sells at most 64 instances per block, blocks
+        // of whole days it sells (1-14, then weeks), and pieces that make up the purchase.
+        (
+            |p| {
+                p["actions"][0]["instances"] = 71.into();
+                p["actions"][0]["pieces"] = serde_json::json!([65, 6]);
+            },
+            "actions[0].pieces",
+        ),
+        (
+            |p| p["actions"][0]["pieces"] = serde_json::json!([4, 3]),
+            "actions[0].pieces",
+        ),
         (
             |p| p["actions"][0]["end"] = "2027-01-19T12:00:00Z".into(),
             "actions[0].end",
@@ -648,8 +660,10 @@ fn inputs_once_accepted_although_wrong_are_refused() {
 
     // Two [[capacity]] entries with one id: the config's error, not "a bug".
     let (_d, config) = quickstart(|t| {
-        let block = &t[t.find("[[capacity]]").expect("capacity")..];
-        let block = block.to_string();
+        // The first [[capacity]] table, up to the next table header.
+        let from = t.find("[[capacity]]").expect("capacity");
+        let to = t[from + 1..].find("\n[").map_or(t.len(), |e| from + 1 + e);
+        let block = t[from..to].to_string();
         t + "\n" + &block
     });
     let r = run(&config, &["plan", "--now", NOW, "-q"]);

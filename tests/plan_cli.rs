@@ -333,6 +333,11 @@ fn restricted(problem: &Problem, keep: impl Fn(&gpucap::problem::Offer) -> bool)
     for s in &mut p.scenarios {
         s.max_instances.retain(|id, _| ids.contains(id));
     }
+    // A limit keeps the offers left; one with none left limits nothing.
+    for l in &mut p.shared_limits {
+        l.offers.retain(|id, _| ids.contains(id));
+    }
+    p.shared_limits.retain(|l| !l.offers.is_empty());
     p
 }
 
@@ -934,17 +939,34 @@ fn a_generated_quarter_of_two_thousand_campaigns_is_accepted_and_planned() {
     let dir = tempfile::tempdir().expect("tempdir");
     let config = campaigns::write_project(dir.path(), 2_000, 15);
     let out = dir.path().join("plan.json");
+    // Pools `h100-us` and `h100-us-east` draw on the same five spot offerings (7 instances
+    // each, shared), so they are planned together; that joint program is not proven optimal
+    // in the time limit, and the plan says how far from optimal it may be.
     let r = gpucap_at(
         "2027-01-01T00:00:00Z",
         &config,
-        &["-o", out.to_str().expect("utf-8 path")],
+        &[
+            "-o",
+            out.to_str().expect("utf-8 path"),
+            "--time-limit",
+            "30",
+        ],
     );
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(!r.stderr.contains("too large"), "{}", r.stderr);
     let plan: Plan =
         serde_json::from_str(&std::fs::read_to_string(&out).expect("the plan")).expect("a plan");
     assert_eq!(plan.campaigns.len(), 2_000);
-    assert_eq!(plan.solution.status, "optimal");
+    let s = &plan.solution;
+    let gap = (s.expected_cost - s.bound) / s.expected_cost;
+    assert!(
+        s.status == "optimal" || (s.status == "feasible" && (0.0..0.01).contains(&gap)),
+        "status {}, gap {gap}",
+        s.status
+    );
+    if s.status == "feasible" {
+        assert!(r.stderr.contains("gap"), "{}", r.stderr);
+    }
     assert!(plan.solution.expected_cost > 0.0);
     assert!(
         plan.actions

@@ -454,8 +454,36 @@ fn the_quickstart_plan_renders() {
         "GitHub's comment limit: {} bytes",
         md.len()
     );
-    assert!(
+    // The table shows at most 40 purchases and says how many more there are.
+    let purchases = |p: &Plan| {
+        p.actions
+            .iter()
+            .filter(|a| a.kind.is_term() || a.kind == ActionKind::Release)
+            .count()
+    };
+    assert_eq!(
         md.contains("more purchases"),
+        purchases(&plan) > 40,
+        "{} purchases",
+        purchases(&plan)
+    );
+    // The quickstart buys fewer than that: its purchases, copied to more than 40, are cut.
+    let mut long = plan.clone();
+    let terms: Vec<_> = plan
+        .actions
+        .iter()
+        .filter(|a| a.kind.is_term())
+        .cloned()
+        .collect();
+    assert!(!terms.is_empty(), "the quickstart buys terms");
+    for (i, mut a) in terms.into_iter().cycle().take(41).enumerate() {
+        a.id = format!("{}-copy-{i}", a.id);
+        long.actions.push(a);
+    }
+    let long_md = markdown(&long);
+    check_markdown(&long_md);
+    assert!(
+        long_md.contains("more purchases"),
         "the long purchase list is cut"
     );
     insta::assert_snapshot!("summary-quickstart", summary(&plan, false));

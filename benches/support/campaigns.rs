@@ -78,6 +78,33 @@ scale = 1.25
 
 [prices]
 offline = true
+
+# Quotas far above any demand here, so none binds: this project measures the planner on pools
+# that share no quota. With gpucap's modest offline default they would all be coupled (see
+# docs/purchase-rules-and-quotas.md, "When quotas bind").
+[quotas.limits]
+"aws/us-east-1/L-417A185B" = 100_000_000
+"aws/us-east-1/L-7212CCBC" = 100_000_000
+"aws/us-east-1/L-DB2E81BA" = 100_000_000
+"aws/us-east-2/L-417A185B" = 100_000_000
+"aws/us-east-2/L-7212CCBC" = 100_000_000
+"aws/us-west-2/L-417A185B" = 100_000_000
+"aws/us-west-2/L-7212CCBC" = 100_000_000
+"gcp/us-central1/NVIDIA_A100_80GB_GPUS" = 100_000_000
+"gcp/us-central1/NVIDIA_H100_GPUS" = 100_000_000
+"gcp/us-central1/NVIDIA_L4_GPUS" = 100_000_000
+"gcp/us-central1/PREEMPTIBLE_NVIDIA_A100_80GB_GPUS" = 100_000_000
+"gcp/us-central1/PREEMPTIBLE_NVIDIA_H100_GPUS" = 100_000_000
+"gcp/us-east4/NVIDIA_H100_GPUS" = 100_000_000
+"gcp/us-east4/PREEMPTIBLE_NVIDIA_H100_GPUS" = 100_000_000
+"azure/eastus/lowPriorityCores" = 100_000_000
+"azure/eastus/standardNCADISH100v5Family" = 100_000_000
+"azure/eastus/standardNCADSA100v4Family" = 100_000_000
+"azure/eastus/standardNCADSH100v5Family" = 100_000_000
+"azure/eastus/standardNDAMSRA100v4Family" = 100_000_000
+"azure/eastus/standardNDISRH100v5Family" = 100_000_000
+"azure/southcentralus/standardNCADISH100v5Family" = 100_000_000
+"azure/southcentralus/standardNCADSH100v5Family" = 100_000_000
 "#;
 
 /// Writes `gpucap.toml` and `calendars/generated.yaml` with `campaigns` campaigns under `dir`;

@@ -48,6 +48,7 @@ fn action(id: &str, kind: ActionKind, zone: &str, instances: u32, cost: f64) -> 
         offer: format!("offer-{zone}"),
         offering_id: None,
         campaigns: Vec::new(),
+        pieces: Vec::new(),
     }
 }
 
@@ -286,14 +287,18 @@ fn no_capacity_is_remembered_and_not_asked_again_in_the_run() {
 
 #[test]
 fn a_block_larger_than_one_block_holds_is_bought_in_parts() {
+    // A plan without pieces (made before they were listed): AWS's rule, at most 64 per block.
     let plan = plan(vec![action(
         "block-big",
         ActionKind::PurchaseCapacityBlock,
         "us-east-1a",
-        100,
-        1_000_000.0,
+        71,
+        710_000.0,
     )]);
-    let cloud = FakeCloud::with_offerings(vec![offering("cb-50", "us-east-1a", 50, 500_000.0)]);
+    let cloud = FakeCloud::with_offerings(vec![
+        offering("cb-64", "us-east-1a", 64, 640_000.0),
+        offering("cb-7", "us-east-1a", 7, 70_000.0),
+    ]);
     let w = World::new(cloud);
     let s = w.apply(&plan, &settings()).unwrap();
     assert!(s.complete(), "{s:?}");
@@ -513,11 +518,24 @@ fn pools_are_sized_for_now_and_need_launch_settings() {
 }
 
 #[test]
-fn split_is_even_and_bounded() {
-    assert_eq!(crate::plan::split_even(100, 64), [50, 50]);
-    assert_eq!(crate::plan::split_even(129, 64), [43, 43, 43]);
-    assert_eq!(crate::plan::split_even(64, 64), [64]);
-    assert!(crate::plan::split_even(0, 64).is_empty());
+fn pieces_follow_the_plan_else_the_clouds_rule() {
+    let mut a = action(
+        "b",
+        ActionKind::PurchaseCapacityBlock,
+        "us-east-1a",
+        129,
+        1.0,
+    );
+    assert_eq!(a.piece_sizes(), [64, 64, 1]);
+    a.instances = 64;
+    assert_eq!(a.piece_sizes(), [64]);
+    // The plan's pieces win.
+    a.instances = 71;
+    a.pieces = vec![64, 7];
+    assert_eq!(a.piece_sizes(), [64, 7]);
+    // Reservations have no per-purchase limit on AWS.
+    let r = action("r", ActionKind::Reserve, "us-east-1a", 200, 1.0);
+    assert_eq!(r.piece_sizes(), [200]);
     assert_eq!(crate::plan::piece_id("a", 1, 1), "a");
     assert_eq!(crate::plan::piece_id("a", 2, 3), "a#2");
 }

@@ -2,10 +2,11 @@
 //! done, turned into units of work the executor carries out one by one. Pure: the plan, the
 //! state, the launch settings and the time in; a list of [`Work`] out.
 //!
-//! - A capacity block larger than its cloud sells in one (AWS: 64, from its purchase rule)
-//!   is split into parts ([`Action::piece_sizes`]), each its own purchase with its own id
-//!   (`<action>#<n>`), so a crash between two parts leaves the state saying exactly which
-//!   were bought.
+//! - A purchase larger than the cloud sells in one piece is bought as the pieces the plan lists
+//!   (`Action::pieces`; for a plan without them, the cloud's purchase rule,
+//!   `gpucap_provider::purchase_rules`, splits it the same way: 71 AWS block instances are
+//!   64 + 7), each its own purchase with its own id (`<action>#<n>`), so a crash between two
+//!   pieces leaves the state saying exactly which were bought.
 //! - Runs are not bought: they are the size of a pool. Every pool the plan runs instances in
 //!   gets one [`PoolWork`] with the size the plan runs *now* (on-demand and spot), so a pool
 //!   whose runs are over is scaled to zero by the same rule.

@@ -25,6 +25,7 @@ use crate::plan::Plan;
 use crate::plan::build::{PlanInputs, build};
 use crate::plan::fingerprint::{EXISTING_CAPACITY, FingerprintBuilder};
 use crate::plan::gates;
+use crate::plan::quota;
 use crate::planner::{self, ExistingCapacity, Planned};
 use crate::problem;
 use crate::solver::{self, SolveOptions};
@@ -235,12 +236,69 @@ fn make_with(
         ..SolveOptions::default()
     };
     let started = Instant::now();
-    let solution = solver::solve(&validated, &options);
+    let mut solution = solver::solve(&validated, &options);
     tracing::info!("solved in {:.2} s", started.elapsed().as_secs_f64());
     if solution.status == crate::problem::Status::Feasible
         && let Some(message) = &solution.message
     {
         progress.warn(message);
+    }
+    let mut validated = validated;
+    let mut quota_increases = Vec::new();
+    // Only quotas the problem carries can hold the plan back (the others could never be used
+    // up).
+    if planned.quotas.iter().any(|q| q.binding) {
+        // What more quota would do: needed to cover the demand, or cheaper.
+        progress.step("solving again without the quotas, to see what more quota would do");
+        let relaxed_problem = quota::without_quotas(&planned.problem, &planned.quotas);
+        let relaxed_valid = problem::validate(relaxed_problem)
+            .map_err(|e| anyhow::anyhow!("gpucap built an invalid problem (a bug): {e}"))?;
+        let relaxed = solver::solve(&relaxed_valid, &options);
+        let why = match (solution.status, relaxed.status) {
+            (problem::Status::Infeasible, problem::Status::Optimal | problem::Status::Feasible)
+                if solution.out_of_time =>
+            {
+                Some(quota::Why::NotFoundInTime)
+            }
+            (problem::Status::Infeasible, problem::Status::Optimal | problem::Status::Feasible) => {
+                Some(quota::Why::Needed)
+            }
+            // What is proven: no plan within the quotas costs less than the bound, and the plan
+            // without them costs what it costs (either may have stopped at the time limit).
+            (
+                problem::Status::Optimal | problem::Status::Feasible,
+                problem::Status::Optimal | problem::Status::Feasible,
+            ) if solution.bound.min(solution.expected_cost) - relaxed.expected_cost >= 1.0 => {
+                Some(quota::Why::Saves(
+                    solution.bound.min(solution.expected_cost) - relaxed.expected_cost,
+                ))
+            }
+            _ => None,
+        };
+        if let Some(why) = why {
+            quota_increases = quota::increases(
+                &planned.problem,
+                &planned.quotas,
+                &relaxed,
+                &demand.horizon,
+                now,
+                why,
+            );
+            if why.needed() {
+                // The solver's own words say whether no plan exists within the quotas or none
+                // was found before the time limit (pools coupled by quotas are solved jointly).
+                let said = solution
+                    .message
+                    .as_deref()
+                    .map(|m| format!(" (the solver: {m})"))
+                    .unwrap_or_default();
+                progress.warn(&format!(
+                    "no plan within the quotas{said}: the plan depends on the quota increases it lists"
+                ));
+                solution = relaxed;
+                validated = relaxed_valid;
+            }
+        }
     }
     // The baselines solve the pools again; their progress would only confuse.
     let options = SolveOptions {
@@ -257,6 +315,7 @@ fn make_with(
         .chain(&state_inputs)
         .cloned();
     let fingerprint = fingerprint(local, &existing, &planned, offers)?;
+    let out_of_time = solution.out_of_time;
     let mut plan = build(PlanInputs {
         problem: &validated,
         planned: &planned,
@@ -268,13 +327,17 @@ fn make_with(
         now,
     })
     .map_err(|e| {
+        let hint = if out_of_time {
+            "no plan was found in the time limit: allow more time (`--time-limit`); pools that share a binding quota or limit are solved together and can take long (docs/purchase-rules-and-quotas.md, \"When quotas bind\")"
+        } else {
+            "check the pools' on-demand limits and the demand peaks (`gpucap demand`)"
+        };
         anyhow::Error::new(
-            InputError::new(Location::file(&global.config), e.to_string()).with_hint(
-                "check the pools' on-demand limits and the demand peaks (`gpucap demand`)",
-            ),
+            InputError::new(Location::file(&global.config), e.to_string()).with_hint(hint),
         )
     })?;
 
+    plan.quota_increases = quota_increases;
     progress.step("evaluating the budget gates");
     plan.gates = gates::evaluate(&policies.engine, &project.config.budget, &plan, now)
         .map_err(crate::commands::policy::input)?;

@@ -172,7 +172,17 @@ pub fn build(inputs: PlanInputs<'_>) -> Result<Plan, BuildError> {
             offer: purchase.offer.clone(),
             offering_id: info.offering_id.clone(),
             campaigns: served,
+            pieces: Vec::new(),
         };
+        // More than the cloud sells in one purchase: bought as several.
+        let pieces = crate::problem::split_purchase(
+            purchase.instances,
+            o.min_purchase_instances,
+            o.max_purchase_instances,
+        );
+        if pieces.len() > 1 {
+            action.pieces = pieces;
+        }
         let identity = Identity::of(&action, real_start, real_end);
         let id = ids.make(&identity);
         // A release is named after the reservation it ends.
@@ -267,6 +277,7 @@ pub fn build(inputs: PlanInputs<'_>) -> Result<Plan, BuildError> {
                     offer: usage.offer.clone(),
                     offering_id: info.offering_id.clone(),
                     campaigns: campaigns_served(demand, p, s.0, s.1, Some(k), is_spot),
+                    pieces: Vec::new(),
                 };
                 action.id = ids.make(&Identity::of(&action, start, end));
                 actions.push(action);
@@ -432,6 +443,20 @@ pub fn build(inputs: PlanInputs<'_>) -> Result<Plan, BuildError> {
         campaigns: campaign_refs(demand, campaigns),
         quotes,
         assumptions: planned.assumptions.clone(),
+        quotas: planned
+            .quotas
+            .iter()
+            .map(|q| super::QuotaCheck {
+                quota: q.quota.to_string(),
+                title: q.title.clone(),
+                unit: q.unit.as_str().into(),
+                value: q.value,
+                source: q.origin.as_str().into(),
+                offers: q.offers.clone(),
+                limiting: q.binding,
+            })
+            .collect(),
+        quota_increases: Vec::new(),
         gates: Default::default(),
         state: None,
     })

@@ -692,6 +692,7 @@ mod tests {
             offer: "aws/us-east-1/p5.48xlarge/capacity-block".into(),
             offering_id: None,
             campaigns: vec!["pretrain".into()],
+            pieces: Vec::new(),
         }
     }
 

@@ -115,6 +115,7 @@ mod tests {
             offer: "o".into(),
             offering_id: None,
             campaigns: Vec::new(),
+            pieces: Vec::new(),
         }
     }
 

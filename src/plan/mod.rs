@@ -18,6 +18,7 @@ pub mod diff;
 pub mod due;
 pub mod fingerprint;
 pub mod gates;
+pub mod quota;
 pub mod read;
 pub mod validate;
 
@@ -50,6 +51,12 @@ pub struct Plan {
     pub quotes: Vec<Quote>,
     /// Modelling assumptions that were not in any price list (spot overhead, booking windows).
     pub assumptions: Vec<String>,
+    /// The quotas the plan was checked against, and what each offer uses of them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub quotas: Vec<QuotaCheck>,
+    /// Quota increases to request: needed to cover the demand, or saving money.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub quota_increases: Vec<QuotaIncrease>,
     /// The budget gates' decisions on this plan (empty until evaluated).
     #[serde(default)]
     pub gates: Decisions,
@@ -283,6 +290,10 @@ pub struct Action {
     pub offering_id: Option<String>,
     /// Campaigns (and forecasts) whose demand the capacity serves in its window.
     pub campaigns: Vec<String>,
+    /// A purchase larger than the cloud sells in one piece: the pieces it is bought as, each
+    /// its own purchase (`71` AWS block instances → `[64, 7]`). Empty when it is one piece.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pieces: Vec<u32>,
 }
 
 impl Action {
@@ -299,30 +310,24 @@ impl Action {
         purchase_rules::for_offer(self.cloud.parse::<Cloud>().ok()?, kind, None)
     }
 
-    /// The sizes of the purchases this action is bought as: one, unless its cloud sells fewer
-    /// instances in one capacity block ([`Action::purchase_rule`]: AWS at most 64); then
-    /// pieces as even as possible, largest first (100 → 50 + 50). `apply` buys each as its own
-    /// purchase (`<action>#<n>`) and `generate` writes a call for each.
+    /// The sizes of the purchases this action is made of: [`Action::pieces`], or for a plan
+    /// made without them, its cloud's purchase rule ([`Action::purchase_rule`]) split as the
+    /// planner would (`problem::split_purchase`: 71 AWS block instances are 64 + 7). `apply`
+    /// buys each as its own purchase (`<action>#<n>`) and `generate` writes a call for each.
+    /// Runs are one piece.
     pub fn piece_sizes(&self) -> Vec<u32> {
-        if self.kind != ActionKind::PurchaseCapacityBlock {
-            return vec![self.instances];
+        if !self.pieces.is_empty() {
+            return self.pieces.clone();
         }
-        match self.purchase_rule().and_then(|r| r.max_instances) {
-            Some(max) => split_even(self.instances, max),
+        match self.purchase_rule() {
+            Some(rule) => crate::problem::split_purchase(
+                self.instances,
+                Some(rule.min_instances),
+                rule.max_instances,
+            ),
             None => vec![self.instances],
         }
     }
-}
-
-/// Splits `instances` into parts of at most `max`, as even as possible (largest first).
-pub fn split_even(instances: u32, max: u32) -> Vec<u32> {
-    if instances == 0 || max == 0 {
-        return Vec::new();
-    }
-    let parts = instances.div_ceil(max);
-    let base = instances / parts;
-    let extra = instances % parts;
-    (0..parts).map(|i| base + u32::from(i < extra)).collect()
 }
 
 /// The id of piece `n` (from 1) of `count`: the action's own id for a purchase of one piece,
@@ -333,6 +338,58 @@ pub fn piece_id(action: &str, n: u32, count: u32) -> String {
     } else {
         format!("{action}#{n}")
     }
+}
+
+/// A quota the plan keeps within.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QuotaCheck {
+    /// `cloud/region/name`, e.g. `aws/us-east-1/L-417A185B`.
+    pub quota: String,
+    pub title: String,
+    /// `vCPUs` or `GPUs`.
+    pub unit: String,
+    pub value: u64,
+    /// `config`, `live` or `default`.
+    pub source: String,
+    /// Problem offer id → what one instance uses of the quota.
+    pub offers: std::collections::BTreeMap<String, u32>,
+    /// `false`: the offers could never use it all (their pools' peak demand is within it), so
+    /// the problem leaves it out; the plan is within it whatever it buys.
+    pub limiting: bool,
+}
+
+/// A quota the plan needs raised (to cover demand) or would save money with: how much, by
+/// when, and why. The gates see these (`input.quota_increases`); a plan that depends on one
+/// (`needed`) is denied until the higher quota is granted and set in `[quotas]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QuotaIncrease {
+    /// `request-quota-increase-<cloud>-<region>-<quota>`.
+    pub id: String,
+    /// Always `request_quota_increase`.
+    pub kind: String,
+    pub cloud: String,
+    pub region: String,
+    /// The quota's code or name as the cloud spells it (`L-417A185B`, `NVIDIA_H100_GPUS`).
+    pub quota: String,
+    pub title: String,
+    /// `vCPUs` or `GPUs`.
+    pub unit: String,
+    /// The quota the plan was made with, and where that figure came from (`config`, `live`,
+    /// `default`).
+    pub current: u64,
+    pub current_source: String,
+    /// The quota to ask for, and the increase.
+    pub requested: u64,
+    pub increase: u64,
+    /// When the higher quota is first used (RFC 3339), and the latest time to ask for it
+    /// (that less the lead time the cloud takes to grant it, as gpucap assumes it).
+    pub first_needed: String,
+    pub request_by: String,
+    /// The plan covers its demand only with this increase.
+    pub needed: bool,
+    /// What the increase saves, USD (expected), when it is not needed but cheaper.
+    pub saving: Option<f64>,
+    pub reason: String,
 }
 
 /// One pool: where it may run and, hour by hour, demand against planned capacity.
@@ -420,6 +477,8 @@ pub(crate) mod tests {
             campaigns: Vec::new(),
             quotes: Vec::new(),
             assumptions: Vec::new(),
+            quotas: Vec::new(),
+            quota_increases: Vec::new(),
             gates: Decisions::default(),
             state: None,
         }

@@ -2,8 +2,8 @@
 //! irreversible purchase from it, and `gpucap apply` spends money on it. So every field an action
 //! is carried out from is checked as strictly as a problem file is: ids unique, times that parse
 //! and are ordered, the region one of the cloud's, counts positive and within
-//! [`crate::limits`], capacity blocks of a length the cloud sells (its purchase rules), money
-//! finite. Errors name the file and the field path
+//! [`crate::limits`] and the cloud's purchase rules (pieces of a purchase no larger than the
+//! cloud sells in one, capacity blocks of a length it sells), money finite. Errors name the file and the field path
 //! (`actions[3].instances`).
 
 use std::collections::HashMap;
@@ -231,9 +231,9 @@ pub fn validate(plan: &Plan, path: &Path) -> Result<(), InputError> {
     Ok(())
 }
 
-/// A purchase against its cloud's rule (`gpucap_provider::purchase_rules`): a capacity block
-/// lasts a whole number of days the cloud sells. (More instances than one purchase may hold are
-/// bought as several purchases by `apply` and `generate`.) Actions without a rule (runs, releases, clouds or
+/// A purchase against its cloud's rule (`gpucap_provider::purchase_rules`): its pieces add up to
+/// its instances and each is a size the cloud sells in one purchase; a capacity block lasts a
+/// whole number of days the cloud sells. Actions without a rule (runs, releases, clouds or
 /// instruments gpucap has no rule for) pass. The error is the field and the message.
 fn within_purchase_rule(
     a: &super::Action,
@@ -243,6 +243,32 @@ fn within_purchase_rule(
     let Some(rule) = a.purchase_rule() else {
         return Ok(());
     };
+    let sells = |n: u32| n >= rule.min_instances && rule.max_instances.is_none_or(|m| n <= m);
+    let range = match rule.max_instances {
+        Some(m) => format!("{} to {m}", rule.min_instances),
+        None => format!("at least {}", rule.min_instances),
+    };
+    if !a.pieces.is_empty() {
+        let sum: u64 = a.pieces.iter().map(|&n| u64::from(n)).sum();
+        if sum != u64::from(a.instances) {
+            return Err((
+                "pieces",
+                format!(
+                    "add up to {sum} instances, not the action's {}",
+                    a.instances
+                ),
+            ));
+        }
+        if let Some(n) = a.pieces.iter().find(|&&n| !sells(n)) {
+            return Err((
+                "pieces",
+                format!(
+                    "a piece of {n} instances: {} sells {range} instances in one purchase ({})",
+                    rule.name, rule.source
+                ),
+            ));
+        }
+    }
     if a.kind == ActionKind::PurchaseCapacityBlock && !rule.lengths.is_empty() {
         let hours = (end - start).num_hours();
         let whole_days = (end - start).num_minutes() % (24 * 60) == 0;

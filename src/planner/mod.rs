@@ -7,11 +7,15 @@
 //! ([`offers`]); spot offers get an interruption overhead and a count of instances to rely on
 //! ([`spot`]); capacity blocks, reservations and commitments become term offers with the
 //! lengths and start hours their cloud sells ([`terms`]); capacity already owned becomes a free
-//! term offer limited to what is owned ([`existing`]). Term offers carry the purchase rules of
-//! `[planning]` (a minimum per purchase, a cost per purchase) besides their cloud's own
-//! ([`purchase_rules`]).
+//! term offer limited to what is owned ([`existing`]); limits several offers draw on together
+//! (an offering several pools buy, a cloud's cap across purchases, the account's quotas) become
+//! one shared limit across them ([`limits`]). Purchase sizes, lengths, starts and booking
+//! windows come from the clouds' purchase rules ([`gpucap_provider::purchase_rules`]).
+//! Term offers carry the purchase rules of `[planning]` (a minimum per purchase, a cost per
+//! purchase) besides their cloud's own ([`planning_rules`]).
 
 pub mod existing;
+pub mod limits;
 pub mod offers;
 pub mod spot;
 pub mod terms;
@@ -19,7 +23,7 @@ pub mod terms;
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
-use gpucap_provider::{Cloud, Offer, PurchaseKind, Source, instance_types};
+use gpucap_provider::{Cloud, Offer, PurchaseKind, Source, instance_types, purchase_rules, quotas};
 use rust_decimal::prelude::ToPrimitive;
 
 use crate::config::Config;
@@ -27,6 +31,7 @@ use crate::demand::DemandCurve;
 use crate::problem::{self, OfferKind, PROBLEM_SCHEMA_V2, Problem, Starts};
 
 pub use existing::ExistingCapacity;
+pub use limits::{QuotaBook, QuotaLimit, QuotaOrigin};
 pub use terms::TermChoice;
 
 /// What a problem offer stands for.
@@ -69,6 +74,8 @@ pub struct Planned {
     pub assumptions: Vec<String>,
     /// Things worth a look (existing capacity no pool can use, pools without offers).
     pub warnings: Vec<String>,
+    /// The quotas the problem keeps within (each is a shared limit of the problem).
+    pub quotas: Vec<QuotaLimit>,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -89,13 +96,30 @@ impl PlannerError {
     }
 }
 
-/// Builds the problem for `demand` from `offers` and `existing` capacity, planning at `now`.
+/// Builds the problem for `demand` from `offers` and `existing` capacity, planning at `now`,
+/// with the quotas of the config (or the offline default).
 pub fn build(
     config: &Config,
     demand: &DemandCurve,
     offers: &[Offer],
     existing: &[ExistingCapacity],
     now: DateTime<Utc>,
+) -> Result<Planned, PlannerError> {
+    let book = QuotaBook {
+        config: config.quotas.clone(),
+        live: Default::default(),
+    };
+    build_with(config, demand, offers, existing, now, &book)
+}
+
+/// [`build`] with the quotas of `book` (the config's and those read live).
+pub fn build_with(
+    config: &Config,
+    demand: &DemandCurve,
+    offers: &[Offer],
+    existing: &[ExistingCapacity],
+    now: DateTime<Utc>,
+    book: &QuotaBook,
 ) -> Result<Planned, PlannerError> {
     let horizon = demand.horizon;
     let doc = demand.document();
@@ -122,11 +146,80 @@ pub fn build(
             .collect();
         &with_private[..]
     };
+    let mut members = Vec::new();
+    let mut unquoted = std::collections::BTreeSet::new();
+    // Each pool's most GPUs in any hour and scenario (firm peak plus flex peak, a bound): no
+    // offer of the pool is ever worth more instances than this.
+    let peaks: BTreeMap<String, u64> = demand
+        .pools
+        .iter()
+        .enumerate()
+        .map(|(p, pool)| {
+            let most = |segments: &[problem::Segment]| {
+                segments
+                    .iter()
+                    .map(|s| u64::from(s.value()))
+                    .max()
+                    .unwrap_or(0)
+            };
+            let peak = demand
+                .scenarios
+                .iter()
+                .map(|s| most(&s.pools[p].firm) + most(&s.pools[p].flex))
+                .max()
+                .unwrap_or(0);
+            (pool.id.clone(), peak)
+        })
+        .collect();
 
-    let mut add = |o: problem::Offer, info: OfferInfo| {
-        infos.insert(o.id.clone(), info);
-        problem_offers.push(o);
-    };
+    let mut add =
+        |o: problem::Offer, info: OfferInfo, accelerator: gpucap_provider::Accelerator| {
+            let draw = quotas::draw(
+                info.cloud,
+                &info.region,
+                &info.instance_type,
+                accelerator,
+                info.gpus_per_instance,
+                info.purchase,
+            );
+            if draw.is_none() && info.purchase != PurchaseKind::CapacityBlock {
+                unquoted.insert(format!("{} {}", info.cloud, info.instance_type));
+            }
+            let mut offering = format!("{}/{}", info.cloud, info.region);
+            if let Some(zone) = &info.zone {
+                offering.push('/');
+                offering.push_str(zone);
+            }
+            offering.push_str(&format!("/{}/{}", info.instance_type, info.purchase));
+            if let Some(e) = &info.existing {
+                offering.push_str(&format!("/{e}"));
+            }
+            members.push(limits::Member {
+                offer: o.id.clone(),
+                pool: o.pool.clone(),
+                offering,
+                // Capacity already owned is limited to what is owned, in its own offer.
+                offering_cap: if info.existing.is_some() {
+                    None
+                } else {
+                    o.max_instances
+                },
+                cloud: info.cloud,
+                kind: info.purchase,
+                draw,
+                useful: {
+                    let need = peaks
+                        .get(&o.pool)
+                        .map(|&g| g.div_ceil(u64::from(o.gpus_per_instance.max(1))));
+                    match (o.max_instances.map(u64::from), need) {
+                        (Some(a), Some(b)) => Some(a.min(b)),
+                        (a, b) => a.or(b),
+                    }
+                },
+            });
+            infos.insert(o.id.clone(), info);
+            problem_offers.push(o);
+        };
 
     for (p, pool) in demand.pools.iter().enumerate() {
         let selected = offers::for_pool(pool, offers, &config.budget);
@@ -201,6 +294,7 @@ pub fn build(
                         cost_per_purchase: None,
                     },
                     info(None, 0.0),
+                    o.accelerator,
                 ),
                 PurchaseKind::Spot => {
                     let figures = spot::figures(&config.spot, o.cloud, &o.region, &o.instance_type);
@@ -222,9 +316,16 @@ pub fn build(
                             cost_per_purchase: None,
                         },
                         info(None, overhead),
+                        o.accelerator,
                     );
                 }
                 _ => {
+                    // Sizes one purchase can have: the cloud's rule.
+                    let rule = purchase_rules::for_offer(o.cloud, o.kind, o.term_hours);
+                    let max_purchase = rule.and_then(|r| r.max_instances);
+                    let min_purchase = rule
+                        .filter(|r| r.min_instances > 1)
+                        .map(|r| r.min_instances);
                     let choices = match private {
                         Some(p) => {
                             let (earliest, latest) = crate::contract::window(p);
@@ -258,11 +359,12 @@ pub fn build(
                                 term_hours: Some(choice.cover_hours),
                                 starts: Some(Starts::List(choice.starts.clone())),
                                 max_instances: o.max_instances,
-                                min_purchase_instances: None,
-                                max_purchase_instances: None,
+                                min_purchase_instances: min_purchase,
+                                max_purchase_instances: max_purchase,
                                 cost_per_purchase: None,
                             },
                             info(Some(choice), 0.0),
+                            o.accelerator,
                         );
                     }
                 }
@@ -272,7 +374,7 @@ pub fn build(
 
     for e in existing {
         match existing_offer(demand, e) {
-            Some((o, info)) => add(o, info),
+            Some((o, info, accelerator)) => add(o, info, accelerator),
             None => warnings.push(format!(
                 "existing {} `{}` ({} {} {}, {} instances, from {}) is not counted: no pool uses it within the horizon",
                 e.kind, e.id, e.cloud, e.region, e.instance_type, e.instances, e.source
@@ -281,10 +383,12 @@ pub fn build(
     }
 
     if kinds_seen.contains(&PurchaseKind::CapacityBlock) {
+        let aws = purchase_rules::for_offer(Cloud::Aws, PurchaseKind::CapacityBlock, None);
+        let gcp = purchase_rules::for_offer(Cloud::Gcp, PurchaseKind::CapacityBlock, None);
         assumptions.push(format!(
-            "capacity blocks: AWS blocks of {} days starting 11:30 UTC after a day's notice, bookable up to 8 weeks ahead (later starts are booked by a later run at that day's price); other clouds' blocks of {} days from 00:00 UTC",
-            list(terms::AWS_BLOCK_DAYS),
-            list(terms::BLOCK_DAYS)
+            "capacity blocks as the clouds sell them (purchase rules, gpucap_provider::purchase_rules): AWS blocks of {} days from 11:30 UTC after a day's notice, up to 64 instances each and 256 across blocks, bookable up to 8 weeks ahead (later starts are booked by a later run at that day's price); GCP calendar-mode reservations of {} days from 00:00 UTC, up to 80 VMs each; a purchase larger than one block is bought as several (pieces)",
+            ranges(&terms::block_days(aws, horizon.hours)),
+            ranges(&terms::block_days(gcp, horizon.hours)),
         ));
     }
     if kinds_seen.contains(&PurchaseKind::Reservation) {
@@ -299,12 +403,23 @@ pub fn build(
     if kinds_seen.contains(&PurchaseKind::Commitment) {
         assumptions.push("commitments start now (the planning start, or the next hour once planning has begun) and are paid for their whole term, also past the horizon".into());
     }
-    assumptions.push("on-demand capacity is assumed available up to the offer's stated limit (none when the cloud states none); pools are planned independently, so an offer shared by two pools may be counted in both".into());
-
+    assumptions.push("on-demand capacity is assumed available up to the offer's stated limit and the account's quotas; a limit several pools draw on (an offering, a quota, a cap across purchases) holds once across them".into());
+    let (shared_limits, quota_limits) = limits::shared_limits(&members, book);
+    if quota_limits
+        .iter()
+        .any(|q| q.origin == QuotaOrigin::Default)
+    {
+        assumptions.push(quotas::OFFLINE_DEFAULT_NOTE.to_string());
+    }
+    for u in &unquoted {
+        warnings.push(format!(
+            "{u}: gpucap does not know which quota this instance type draws on, so no quota limits it; set its cap with the offer's own limit or plan without it"
+        ));
+    }
     for offer in &mut problem_offers {
         let owned = infos.get(&offer.id).is_some_and(|i| i.existing.is_some());
         if offer.kind == OfferKind::Term && !owned {
-            purchase_rules(offer, &config.planning);
+            planning_rules(offer, &config.planning);
         }
     }
 
@@ -316,20 +431,21 @@ pub fn build(
         offers: problem_offers,
         scenarios: doc.scenarios,
         budget: None,
-        shared_limits: Vec::new(),
+        shared_limits,
     };
     Ok(Planned {
         problem,
         offers: infos,
         assumptions,
         warnings,
+        quotas: quota_limits,
     })
 }
 
 /// `[planning]`'s purchase rules on a term offer that is bought (not capacity already owned):
 /// the cost per purchase, and the minimum per purchase combined with the cloud's (the larger
 /// one, but never above the cloud's maximum per purchase, which would forbid every purchase).
-pub fn purchase_rules(offer: &mut problem::Offer, planning: &crate::config::Planning) {
+pub fn planning_rules(offer: &mut problem::Offer, planning: &crate::config::Planning) {
     let min = offer
         .min_purchase_instances
         .max(planning.min_purchase_instances);
@@ -358,7 +474,7 @@ fn offer_base_id(pool: &str, o: &Offer) -> String {
 fn existing_offer(
     demand: &DemandCurve,
     e: &ExistingCapacity,
-) -> Option<(problem::Offer, OfferInfo)> {
+) -> Option<(problem::Offer, OfferInfo, gpucap_provider::Accelerator)> {
     let (accelerator, gpus) = instance_types::lookup(e.cloud, &e.instance_type)?;
     let fits = |p: &&crate::demand::Pool| {
         p.accelerator == accelerator
@@ -417,7 +533,7 @@ fn existing_offer(
         term: None,
         overhead: 0.0,
     };
-    Some((offer, info))
+    Some((offer, info, accelerator))
 }
 
 fn money(d: rust_decimal::Decimal) -> f64 {
@@ -429,4 +545,28 @@ fn list(days: &[u32]) -> String {
         .map(u32::to_string)
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// `1-14, 21-91 by 7` for the lengths offered.
+fn ranges(days: &[u32]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < days.len() {
+        let step = days.get(i + 1).map_or(0, |n| n - days[i]);
+        let mut j = i;
+        while j + 1 < days.len() && days[j + 1] - days[j] == step {
+            j += 1;
+        }
+        if j == i || step == 0 {
+            parts.push(days[i].to_string());
+            i += 1;
+        } else if step == 1 {
+            parts.push(format!("{}-{}", days[i], days[j]));
+            i = j + 1;
+        } else {
+            parts.push(format!("{}-{} by {step}", days[i], days[j]));
+            i = j + 1;
+        }
+    }
+    parts.join(", ")
 }

@@ -2,14 +2,14 @@
 //! much notice it needs and how far ahead it can be booked. Price lists give a price; these
 //! rules say what that price can buy.
 //!
-//! - **AWS Capacity Blocks for ML**: 1 to 14 days in 1-day steps and longer blocks in 7-day
-//!   steps (up to 182 days); blocks start and end at 11:30 UTC; they can be booked up to eight
-//!   weeks ahead (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-capacity-blocks.html).
-//!   The whole fee is paid when booking. gpucap counts the whole hours inside a block (12:00 to
-//!   11:00 of the last day) and offers the lengths in [`AWS_BLOCK_DAYS`]. A live offering with
-//!   a date and length is offered exactly as sold.
-//! - **GCP calendar-mode future reservations** (and other clouds' blocks): gpucap assumes
-//!   daily starts at 00:00 UTC, a day's notice and the lengths in [`BLOCK_DAYS`].
+//! - **Capacity blocks** (AWS Capacity Blocks for ML, GCP calendar-mode future reservations):
+//!   the lengths, start time of day, notice and booking window of the cloud's purchase rule
+//!   ([`gpucap_provider::purchase_rules`]): on AWS 1 to 14 days by the day and then by the week
+//!   up to 182 days, from 11:30 UTC after a day's notice, up to eight weeks ahead. Lengths
+//!   longer than the horizon are not offered (a shorter one reaching the horizon's end costs
+//!   less). An AWS block runs 11:30 to 11:30: gpucap counts the whole hours inside it (12:00 to
+//!   11:00 of the last day) and bills every hour. The whole fee is paid when booking. A live
+//!   offering with a date and length is offered exactly as sold.
 //! - **Capacity reservations without a term** (AWS ODCR, GCP reservations, Azure capacity
 //!   reservations): billed per hour while they exist, released at will; offered as windows of
 //!   [`RESERVATION_DAYS`] starting any day at 00:00 UTC, each followed by a release.
@@ -21,15 +21,15 @@
 //! price of that day — the rolling horizon.
 
 use chrono::{DateTime, Duration, Timelike, Utc};
-use gpucap_provider::{Cloud, Offer, PurchaseKind};
+use gpucap_provider::purchase_rules::{self, PurchaseRule, StartTime};
+use gpucap_provider::{Offer, PurchaseKind};
 
 use crate::timespec::Horizon;
 
-/// Capacity-block lengths offered for AWS, days.
-pub const AWS_BLOCK_DAYS: &[u32] = &[1, 2, 3, 4, 5, 7, 10, 14, 21, 28];
-/// Capacity-block lengths offered for other clouds, days.
+/// Capacity-block lengths for a cloud without a purchase rule, days.
 pub const BLOCK_DAYS: &[u32] = &[1, 2, 3, 7, 14, 28];
-/// Reservation windows offered, days.
+/// Reservation windows offered, days: a modelling choice (reservations are sold for any
+/// length and cancelled at will), few enough to keep the problem small.
 pub const RESERVATION_DAYS: &[u32] = &[1, 7, 14, 28];
 
 /// One way to buy a term offer: a length and the hours it may start at.
@@ -134,11 +134,20 @@ pub fn in_window(
 }
 
 fn blocks(offer: &Offer, horizon: &Horizon, now: DateTime<Utc>, now_hour: i64) -> Vec<TermChoice> {
-    let aws = offer.cloud == Cloud::Aws;
-    // AWS blocks run 11:30 to 11:30 UTC: whole hours from 12:00, one hour fewer than billed.
-    let (start_hour_of_day, offset, lost) = if aws { (12, -30, 1) } else { (0, 0, 0) };
-    let lead = offer.lead_time_hours.unwrap_or(24);
-    let max_advance = aws.then_some(8 * 7 * 24);
+    let rule = purchase_rules::for_offer(offer.cloud, offer.kind, offer.term_hours);
+    // A block starting at 11:30 runs to 11:30: whole hours from 12:00, one hour fewer than
+    // billed. One starting on the hour loses nothing.
+    let (start_hour_of_day, offset, lost) = match rule.map(|r| r.start) {
+        Some(StartTime::DailyAt { hour, minute }) if minute > 0 => {
+            ((hour + 1) % 24, i64::from(minute) - 60, 1)
+        }
+        Some(StartTime::DailyAt { hour, .. }) => (hour, 0, 0),
+        _ => (0, 0, 0),
+    };
+    let lead = offer
+        .lead_time_hours
+        .unwrap_or_else(|| rule.map_or(24, |r| r.lead_hours));
+    let max_advance = rule.and_then(|r| r.max_advance_days).map(|d| d * 24);
     if let (Some(at), Some(term)) = (offer.earliest_start, offer.term_hours) {
         // A dated offering: exactly what is on sale.
         let first = horizon.hour_ceil(at);
@@ -161,10 +170,9 @@ fn blocks(offer: &Offer, horizon: &Horizon, now: DateTime<Utc>, now_hour: i64) -
         }];
     }
     let starts = daily(horizon, now_hour + i64::from(lead), start_hour_of_day);
-    let days: &[u32] = match offer.term_hours {
-        Some(h) if h.is_multiple_of(24) && h > 0 => &[h / 24][..],
-        _ if aws => AWS_BLOCK_DAYS,
-        _ => BLOCK_DAYS,
+    let days = match offer.term_hours {
+        Some(h) if h.is_multiple_of(24) && h > 0 => vec![h / 24],
+        _ => block_days(rule, horizon.hours),
     };
     days.iter()
         .map(|&d| TermChoice {
@@ -178,6 +186,21 @@ fn blocks(offer: &Offer, horizon: &Horizon, now: DateTime<Utc>, now_hour: i64) -
             releasable: false,
         })
         .collect()
+}
+
+/// The block lengths offered in a horizon of `hours`: every length the rule sells up to the
+/// first one that reaches past the horizon (longer ones only cost more).
+pub fn block_days(rule: Option<&PurchaseRule>, hours: u32) -> Vec<u32> {
+    let Some(rule) = rule else {
+        return BLOCK_DAYS.to_vec();
+    };
+    let all = rule.lengths_days(u32::MAX);
+    let horizon_days = hours.div_ceil(24);
+    let mut out: Vec<u32> = all.iter().copied().filter(|&d| d < horizon_days).collect();
+    if let Some(&reach) = all.iter().find(|&&d| d >= horizon_days) {
+        out.push(reach);
+    }
+    out
 }
 
 /// Hours at `hour_of_day` UTC from `earliest` to the end of the horizon.
@@ -212,7 +235,7 @@ fn term_label(hours: u32) -> String {
 mod tests {
     use super::*;
     use crate::timespec::{Span, parse_timestamp};
-    use gpucap_provider::{Accelerator, Source, SourceKind};
+    use gpucap_provider::{Accelerator, Cloud, Source, SourceKind};
     use rust_decimal::Decimal;
 
     fn offer(cloud: Cloud, kind: PurchaseKind, term: Option<u32>) -> Offer {
@@ -252,7 +275,11 @@ mod tests {
             &horizon(),
             now,
         );
-        assert_eq!(c.len(), AWS_BLOCK_DAYS.len());
+        // 1..14 days, then weeks up to the first length past the 28-day horizon.
+        let days: Vec<&str> = c.iter().map(|c| c.label.as_str()).collect();
+        assert_eq!(days.len(), 14 + 2, "{days:?}");
+        assert_eq!(&days[13..], &["14d", "21d", "28d"]);
+        assert_eq!(c[0].max_advance_hours, Some(56 * 24));
         let week = c.iter().find(|c| c.label == "7d").unwrap();
         // now + 24h = hour 32 (Jan 5 08:00); the next 12:00 is Jan 5 12:00 = hour 36.
         assert_eq!(week.starts[0], 36);
@@ -290,5 +317,30 @@ mod tests {
         assert_eq!(c.len(), 1);
         assert_eq!(c[0].starts, vec![6 * 24 + 12]);
         assert_eq!((c[0].cover_hours, c[0].billed_hours), (95, 96));
+    }
+
+    #[test]
+    fn block_lengths_follow_each_clouds_rule_up_to_the_horizon() {
+        let aws = purchase_rules::for_offer(Cloud::Aws, PurchaseKind::CapacityBlock, None);
+        // A 13-week horizon (91 days): 1..14 days, then weeks 21..91.
+        let days = block_days(aws, 91 * 24);
+        assert_eq!(days.len(), 14 + 11);
+        assert_eq!(days.last(), Some(&91));
+        // A year: every length AWS sells, up to 182 days.
+        assert_eq!(block_days(aws, 8760).last(), Some(&182));
+        let gcp = purchase_rules::for_offer(Cloud::Gcp, PurchaseKind::CapacityBlock, None);
+        assert_eq!(block_days(gcp, 8760).last(), Some(&90));
+        // GCP blocks start at 00:00 UTC and lose no hour.
+        let now = parse_timestamp("2027-01-04").unwrap();
+        let c = choices(
+            &offer(Cloud::Gcp, PurchaseKind::CapacityBlock, None),
+            &horizon(),
+            now,
+        );
+        assert_eq!(
+            (c[0].starts[0], c[0].cover_hours, c[0].start_offset_minutes),
+            (24, 24, 0)
+        );
+        assert_eq!(c[0].max_advance_hours, Some(60 * 24));
     }
 }

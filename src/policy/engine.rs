@@ -698,7 +698,7 @@ mod tests {
                 "no cases for {gate}"
             );
         }
-        assert_eq!(engine.packages().len(), 7, "{:?}", engine.packages());
+        assert_eq!(engine.packages().len(), 8, "{:?}", engine.packages());
     }
 
     #[test]

@@ -303,4 +303,8 @@ pub struct Solution {
     pub scenarios: Vec<ScenarioSolution>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// The solver stopped at its time limit before finding any plan for some pools: `status`
+    /// is `infeasible`, yet a plan may exist. Not part of the document.
+    #[serde(skip)]
+    pub out_of_time: bool,
 }

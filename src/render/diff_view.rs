@@ -604,6 +604,7 @@ mod tests {
             offer: "aws/block".into(),
             offering_id: None,
             campaigns: vec!["pretrain".into()],
+            pieces: Vec::new(),
         }
     }
 

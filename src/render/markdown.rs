@@ -40,6 +40,7 @@ pub fn markdown_with_changes(plan: &Plan, changes: Option<&PlanDiff>) -> String 
     }
     gates(&mut md, plan);
     buy(&mut md, plan);
+    quota_increases(&mut md, plan);
     cost(&mut md, plan);
     baselines(&mut md, plan);
     risk(&mut md, plan);
@@ -430,6 +431,23 @@ fn gates(md: &mut String, plan: &Plan) {
     add("**deny**", &g.deny);
     add("**approval**", &g.approval);
     add("warn", &g.warn);
+    t.write(md);
+}
+
+fn quota_increases(md: &mut String, plan: &Plan) {
+    if plan.quota_increases.is_empty() {
+        return;
+    }
+    heading(md, "Quota increases to request");
+    let mut t = MdTable::new(&[("Quota", L), ("Ask by", L), ("Needed", L), ("Why", L)]);
+    for q in &plan.quota_increases {
+        t.row(vec![
+            text(&plan_view::quota_increase(q)),
+            text(&short_time(&q.request_by)),
+            if q.needed { "yes" } else { "no, saves money" }.into(),
+            text(&q.reason),
+        ]);
+    }
     t.write(md);
 }
 

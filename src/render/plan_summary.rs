@@ -35,6 +35,7 @@ pub fn summary_with_changes(plan: &Plan, changes: Option<&PlanDiff>, color: bool
         changes_since(&mut out, plan, d, style);
     }
     buy(&mut out, plan, style);
+    quota_increases(&mut out, plan, style);
     runs(&mut out, plan, style);
     cost_by_kind(&mut out, plan, style);
     cost_by_month(&mut out, plan, style);
@@ -292,6 +293,23 @@ fn buy(out: &mut String, plan: &Plan, style: Style) {
             text(&short_time(&a.due)),
             right(money(a.cost)),
             Cell::new(if a.irreversible { "yes" } else { "no" }),
+        ]);
+    }
+    push_table(out, &mut t);
+}
+
+fn quota_increases(out: &mut String, plan: &Plan, style: Style) {
+    if plan.quota_increases.is_empty() {
+        return;
+    }
+    style.heading(out, "quota increases to request");
+    let mut t = table(&["quota", "ask by", "needed", "why"]);
+    for q in &plan.quota_increases {
+        t.add_row(vec![
+            text(&plan_view::quota_increase(q)),
+            text(&short_time(&q.request_by)),
+            Cell::new(if q.needed { "yes" } else { "no, saves" }),
+            text(&q.reason),
         ]);
     }
     push_table(out, &mut t);

@@ -156,13 +156,40 @@ pub fn place(a: &Action) -> String {
     }
 }
 
-/// `p5.48xlarge × 8 = 64 GPUs`.
+/// `p5.48xlarge × 8 = 64 GPUs`; a purchase bought in pieces adds them:
+/// `p5.48xlarge × 71 = 568 GPUs in 2 purchases (64 + 7)`.
 pub fn size(a: &Action) -> String {
-    format!(
+    let mut out = format!(
         "{} × {} = {} GPUs",
         a.instance_type,
         thousands(a.instances.into()),
         thousands(a.gpus.into())
+    );
+    if a.pieces.len() > 1 {
+        let pieces: Vec<String> = a.pieces.iter().map(u32::to_string).collect();
+        out.push_str(&format!(
+            " in {} purchases ({})",
+            a.pieces.len(),
+            pieces.join(" + ")
+        ));
+    }
+    out
+}
+
+/// `aws us-east-1 Running On-Demand P instances (L-417A185B): 1,536 → 4,608 vCPUs`.
+pub fn quota_increase(q: &crate::plan::QuotaIncrease) -> String {
+    let name = if q.title == q.quota {
+        q.quota.clone()
+    } else {
+        format!("{} ({})", q.title, q.quota)
+    };
+    format!(
+        "{} {} {name}: {} → {} {}",
+        q.cloud,
+        q.region,
+        thousands(q.current),
+        thousands(q.requested),
+        q.unit
     )
 }
 

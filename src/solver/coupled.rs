@@ -36,6 +36,7 @@ use crate::problem::{OfferKind, Validated};
 
 use super::PoolOutcome;
 use super::diagnose;
+use super::incumbent;
 use super::mip::{self, Mip, MipLimits, MipStatus};
 use super::model::{Mode, PoolModel, PoolPlan};
 use super::pool::{PoolData, Scope};
@@ -90,7 +91,7 @@ pub(crate) fn alone_suffices(v: &Validated, outcomes: &[PoolOutcome]) -> bool {
     let mut plans = Vec::with_capacity(outcomes.len());
     for outcome in outcomes {
         match outcome {
-            PoolOutcome::Short(_) => return true,
+            PoolOutcome::Short(_) | PoolOutcome::OutOfTime(_) => return true,
             PoolOutcome::Planned { proven: false, .. } => return false,
             PoolOutcome::Planned { plan, .. } => plans.push(plan),
         }
@@ -149,11 +150,13 @@ pub(crate) fn keeps_limits(v: &Validated, plans: &[&PoolPlan]) -> bool {
     true
 }
 
-/// Solves the pools of `scopes` (one group of [`components`]) together; one outcome per scope,
-/// in order, or a single `Short` for the group.
+/// Solves the pools of `scopes` (one group of [`components`]) together, given each pool's
+/// outcome `alone` (without the limits); one outcome per scope, in order, or a single `Short`
+/// for the group.
 pub(crate) fn solve_group(
     v: &Validated,
     scopes: &[Scope],
+    alone: &[PoolOutcome],
     options: &super::SolveOptions,
     deadline: Option<Instant>,
 ) -> Vec<PoolOutcome> {
@@ -171,7 +174,8 @@ pub(crate) fn solve_group(
     let mut mip = Mip::new();
     let offsets: Vec<usize> = models.iter().map(|m| mip.append(&m.mip)).collect();
     add_shared_rows(v, &data, &models, &offsets, &mut mip);
-    let limits = MipLimits {
+    let constant: f64 = models.iter().map(|m| m.constant).sum();
+    let limits = |cutoff: Option<f64>| MipLimits {
         time_limit: deadline.map(|d| d.saturating_duration_since(Instant::now())),
         rel_gap: options.rel_gap,
         log: options.solver_log,
@@ -179,35 +183,107 @@ pub(crate) fn solve_group(
             .iter()
             .flat_map(|d| &d.terms)
             .any(|t| t.pieces.is_some()),
+        cutoff,
     };
-    let result = mip::solve(&mip, limits);
-    let constant: f64 = models.iter().map(|m| m.constant).sum();
+    // A first plan from the relaxation (`super::incumbent`): a cost for branch and bound to
+    // beat, and the answer when it finds nothing cheaper.
+    let mut relaxation = mip.clone();
+    relaxation.integer.fill(false);
+    let relaxed = mip::solve(&relaxation, limits(None));
+    // The first plan (`super::incumbent`), from the relaxation's purchases rounded up and from
+    // each pool's own optimum: a cost for branch and bound to beat, and the answer when it
+    // finds nothing cheaper.
+    let alone_plans: Vec<&PoolPlan> = alone
+        .iter()
+        .filter_map(|o| match o {
+            PoolOutcome::Planned { plan, .. } => Some(plan),
+            _ => None,
+        })
+        .collect();
+    let candidates = [
+        (relaxed.status == MipStatus::Optimal)
+            .then(|| incumbent::rounded_up(&models, &offsets, &relaxed.values))
+            .flatten(),
+        (alone_plans.len() == data.len())
+            .then(|| incumbent::purchases_of(&data, &alone_plans))
+            .flatten(),
+    ];
+    let mut incumbent: Option<(Vec<PoolPlan>, f64)> = None;
+    for chosen in candidates.into_iter().flatten() {
+        let now = Instant::now();
+        let trim_until = deadline.map(|d| now + d.saturating_duration_since(now) / 8);
+        let Some(plans) = incumbent::first_plan(v, &data, &models, chosen, deadline, trim_until)
+        else {
+            continue;
+        };
+        let cost = super::plan::solution(v, &plans).expected_cost;
+        tracing::debug!(cost, "a first plan for coupled pools");
+        if incumbent.as_ref().is_none_or(|(_, best)| cost < *best) {
+            incumbent = Some((plans, cost));
+        }
+    }
+    // Each pool's optimum alone, without the limits, is a lower bound on its share.
+    let alone_bound: f64 = alone
+        .iter()
+        .map(|o| match o {
+            PoolOutcome::Planned { bound, .. } => *bound,
+            _ => f64::NEG_INFINITY,
+        })
+        .sum();
+    // With every purchase fixed (the baselines), the first plan chose each segment's
+    // instances exactly, and the segments are independent: it is the optimum.
+    let fixed = data
+        .iter()
+        .flat_map(|d| &d.terms)
+        .flat_map(|t| &t.starts)
+        .all(|s| s.lower == s.upper);
+    if fixed && let Some((plans, cost)) = incumbent {
+        return planned_outcomes(plans, cost, true);
+    }
+    // Nodes that cannot beat the first plan by more than half the optimality gap are pruned, so
+    // a search that ends without a plan proves the first one optimal.
+    let cutoff = incumbent
+        .as_ref()
+        .map(|(_, cost)| cost - constant - 0.5 * super::OPTIMALITY_GAP * cost.abs());
+    let result = mip::solve(&mip, limits(cutoff));
+    let bound = (result.bound.max(relaxed.bound) + constant).max(alone_bound);
     tracing::debug!(
         pools = scopes.len(),
         columns = mip.num_cols(),
         rows = mip.num_rows(),
+        relaxation = relaxed.bound + constant,
+        first_plan = incumbent.as_ref().map(|(_, cost)| *cost),
         status = ?result.status,
         "coupled pools solved"
     );
-    match result.status {
-        MipStatus::Optimal | MipStatus::Feasible => {
-            let proven = result.status == MipStatus::Optimal;
-            models
+    match (result.status, incumbent) {
+        (MipStatus::Optimal | MipStatus::Feasible, incumbent) => {
+            let plans: Vec<PoolPlan> = models
                 .iter()
                 .zip(&offsets)
-                .enumerate()
-                .map(|(i, (m, &offset))| PoolOutcome::Planned {
-                    plan: m.plan(&result.values[offset..offset + m.mip.num_cols()]),
-                    bound: if i == 0 { result.bound + constant } else { 0.0 },
-                    proven,
-                })
-                .collect()
+                .map(|(m, &offset)| m.plan(&result.values[offset..offset + m.mip.num_cols()]))
+                .collect();
+            let cost = super::plan::solution(v, &plans).expected_cost;
+            match incumbent {
+                Some((first, first_cost)) if first_cost < cost => {
+                    planned_outcomes(first, bound, false)
+                }
+                _ => planned_outcomes(plans, bound, result.status == MipStatus::Optimal),
+            }
         }
-        MipStatus::NoSolution => vec![PoolOutcome::Short(format!(
+        // Nothing cheaper than the first plan by half the gap: it is optimal.
+        (MipStatus::Infeasible, Some((plans, cost))) => {
+            let proven = (relaxed.bound + constant)
+                .max(cutoff.unwrap_or(cost) + constant)
+                .max(alone_bound);
+            planned_outcomes(plans, proven.min(cost), true)
+        }
+        (MipStatus::NoSolution, Some((plans, _))) => planned_outcomes(plans, bound, false),
+        (MipStatus::NoSolution, None) => vec![PoolOutcome::OutOfTime(format!(
             "no plan for pools {} (coupled by shared limits) was found in the time limit; allow more time",
             names(v, scopes)
         ))],
-        MipStatus::Infeasible => vec![PoolOutcome::Short(format!(
+        (MipStatus::Infeasible, None) => vec![PoolOutcome::Short(format!(
             "the demand of pools {} cannot be covered within the shared limits {}: each pool could be covered alone, but not all of them at once",
             names(v, scopes),
             limit_names(v, scopes)
@@ -215,8 +291,21 @@ pub(crate) fn solve_group(
     }
 }
 
+/// One outcome per pool of the group, the group's bound carried by the first.
+fn planned_outcomes(plans: Vec<PoolPlan>, bound: f64, proven: bool) -> Vec<PoolOutcome> {
+    plans
+        .into_iter()
+        .enumerate()
+        .map(|(i, plan)| PoolOutcome::Planned {
+            plan,
+            bound: if i == 0 { bound } else { 0.0 },
+            proven,
+        })
+        .collect()
+}
+
 /// Each scope's pool data, all cut at every breakpoint of the others.
-fn common_timeline(v: &Validated, scopes: &[Scope]) -> Vec<PoolData> {
+pub(crate) fn common_timeline(v: &Validated, scopes: &[Scope]) -> Vec<PoolData> {
     let mut cuts: Vec<u32> = Vec::new();
     loop {
         let data: Vec<PoolData> = scopes
@@ -247,7 +336,7 @@ fn common_timeline(v: &Validated, scopes: &[Scope]) -> Vec<PoolData> {
 
 /// One row per shared limit, scenario (only the first when the limit has no hourly offer) and
 /// segment of the common timeline.
-fn add_shared_rows(
+pub(crate) fn add_shared_rows(
     v: &Validated,
     data: &[PoolData],
     models: &[PoolModel],

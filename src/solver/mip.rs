@@ -110,6 +110,9 @@ pub(crate) struct MipLimits {
     pub log: bool,
     /// Add cut generators and heuristics (models with fixed charges: v2 purchase pieces).
     pub cuts: bool,
+    /// A plan of this objective is already known: look only for cheaper ones, and answer
+    /// `Infeasible` when there are none (see `gpucap_mip_cbc::Limits::cutoff`).
+    pub cutoff: Option<f64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -163,6 +166,7 @@ pub(crate) fn solve(mip: &Mip, limits: MipLimits) -> MipResult {
         time_limit: limits.time_limit.map(|t| t.as_secs_f64()),
         log: limits.log,
         cuts: limits.cuts,
+        cutoff: limits.cutoff,
     };
     let solved = match gpucap_mip_cbc::solve(&problem, &limits) {
         Ok(solved) => solved,

@@ -28,6 +28,7 @@
 mod baselines;
 mod coupled;
 mod diagnose;
+mod incumbent;
 mod mip;
 mod model;
 mod plan;
@@ -132,14 +133,18 @@ struct Outcome {
     plans: Vec<PoolPlan>,
     bound: f64,
     proven: bool,
-    /// Messages for pools whose demand cannot be covered.
+    /// Messages for pools whose demand cannot be covered, or for which no plan was found.
     short: Vec<String>,
+    /// Some of `short` ran out of time rather than proving that no plan exists.
+    out_of_time: bool,
 }
 
 impl Outcome {
     fn into_solution(self, v: &Validated) -> Solution {
         if !self.short.is_empty() {
-            return plan::infeasible(v, self.short.join("\n"));
+            let mut solution = plan::infeasible(v, self.short.join("\n"));
+            solution.out_of_time = self.out_of_time;
+            return solution;
         }
         let mut solution = plan::solution(v, &self.plans);
         solution.bound = self.bound.min(solution.expected_cost);
@@ -164,6 +169,8 @@ pub(crate) enum PoolOutcome {
         proven: bool,
     },
     Short(String),
+    /// No plan was found before the time limit (one may exist).
+    OutOfTime(String),
 }
 
 /// Solves each pool in `scopes`, in parallel; pools coupled by shared limits together.
@@ -210,7 +217,7 @@ fn run(v: &Validated, scopes: Vec<Scope>, options: &SolveOptions) -> Outcome {
                             if coupled::alone_suffices(v, &alone) {
                                 alone
                             } else {
-                                coupled::solve_group(v, group, options, deadline)
+                                coupled::solve_group(v, group, &alone, options, deadline)
                             }
                         } else {
                             vec![solve_pool(v, &group[0], options, deadline)]
@@ -243,6 +250,10 @@ fn run(v: &Validated, scopes: Vec<Scope>, options: &SolveOptions) -> Outcome {
                 outcome.proven &= proven;
             }
             PoolOutcome::Short(message) => outcome.short.push(message),
+            PoolOutcome::OutOfTime(message) => {
+                outcome.short.push(message);
+                outcome.out_of_time = true;
+            }
         }
     }
     outcome
@@ -272,6 +283,7 @@ fn solve_pool(
         rel_gap: options.rel_gap,
         log: options.solver_log,
         cuts: data.terms.iter().any(|t| t.pieces.is_some()),
+        cutoff: None,
     };
     let pool = v.problem().pools[scope.pool].as_str();
     options.observer.started(progress::PoolStarted {
@@ -353,7 +365,7 @@ fn fallback(v: &Validated, scope: &Scope, options: &SolveOptions, bound: f64) ->
             bound: bound.max(0.0),
             proven: false,
         },
-        PoolOutcome::Short(_) => PoolOutcome::Short(format!(
+        PoolOutcome::Short(_) | PoolOutcome::OutOfTime(_) => PoolOutcome::OutOfTime(format!(
             "no plan for pool `{}` was found in the time limit; allow more time",
             v.problem().pools[scope.pool]
         )),

@@ -347,6 +347,65 @@ impl<'a> PoolModel<'a> {
         super::diagnose::shortages(self.data, |j| Some(term[j] * unit))
     }
 
+    /// The purchases of the relaxed `values`, each rounded up to a whole purchase its rules
+    /// allow (at least `min` instances per piece), or `None` when that passes its upper bound.
+    /// For [`super::incumbent`].
+    pub fn purchases_rounded_up(&self, values: &[f64]) -> Option<Vec<(usize, usize, u32)>> {
+        let mut out = Vec::new();
+        for (t, cols) in self.n_cols.iter().enumerate() {
+            let term = &self.data.terms[t];
+            for (s, &c) in cols.iter().enumerate() {
+                // A relaxed value within rounding of a whole number is that number.
+                let mut n = (values[c] - 1e-6).ceil().max(0.0) as u32;
+                if n == 0 {
+                    continue;
+                }
+                if let Some(p) = term.pieces {
+                    let max = p.max.unwrap_or(term.starts[s].upper).max(1);
+                    n = n.max(p.min.max(1).saturating_mul(n.div_ceil(max)));
+                }
+                if n > term.starts[s].upper {
+                    return None;
+                }
+                out.push((t, s, n));
+            }
+        }
+        Some(out)
+    }
+
+    /// The least-cost on-demand and spot instances (per hourly offer of scenario k) adding
+    /// `firm` and `all` units, without shared limits; `None` when the offers' own limits cannot.
+    pub fn hourly_mix(&self, k: usize, firm: u64, all: u64) -> Option<Vec<u32>> {
+        if all == 0 {
+            return Some(vec![0; self.data.hourly[k].len()]);
+        }
+        self.recourse[k].mix(firm, all)
+    }
+
+    /// The plan of purchases `chosen` and hourly instances `counts[k][h][j]` (scenario, hourly
+    /// offer, segment).
+    pub fn plan_of(&self, chosen: &[(usize, usize, u32)], counts: &[Vec<Vec<u32>>]) -> PoolPlan {
+        let data = self.data;
+        PoolPlan {
+            purchases: chosen
+                .iter()
+                .map(|&(t, s, n)| (data.terms[t].offer, data.terms[t].starts[s].start, n))
+                .collect(),
+            usage: counts
+                .iter()
+                .enumerate()
+                .map(|(k, per_offer)| {
+                    data.hourly[k]
+                        .iter()
+                        .zip(per_offer)
+                        .map(|(o, c)| (o.offer, data.timeline.runs(c)))
+                        .filter(|(_, runs)| !runs.is_empty())
+                        .collect()
+                })
+                .collect(),
+        }
+    }
+
     /// The purchases in `values`: `(index into data.terms, index into its starts, instances)`.
     fn chosen(&self, values: &[f64]) -> Vec<(usize, usize, u32)> {
         let mut out = Vec::new();

@@ -99,6 +99,7 @@ pub(crate) fn solution(v: &Validated, plans: &[PoolPlan]) -> Solution {
         purchases,
         scenarios,
         message: None,
+        out_of_time: false,
     }
 }
 

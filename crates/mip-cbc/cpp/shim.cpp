@@ -40,7 +40,7 @@ int gpucap_mip_cbc_solve(int num_cols, int num_rows, const int *col_start,
                          const double *objective, const double *row_lower,
                          const double *row_upper, const unsigned char *integer,
                          double rel_gap, double abs_gap, double time_limit,
-                         int log_level, int cuts, double *solution, double *objective_value,
+                         int log_level, int cuts, double cutoff, double *solution, double *objective_value,
                          double *bound) {
   try {
     OsiClpSolverInterface solver;
@@ -64,8 +64,15 @@ int gpucap_mip_cbc_solve(int num_cols, int num_rows, const int *col_start,
     if (time_limit > 0.0) {
       model.setMaximumSeconds(time_limit);
     }
+    if (cutoff < 1e30) {
+      model.setCutoff(cutoff);
+    }
     model.initialSolve();
     if (model.isProvenInfeasible() || model.solver()->isProvenPrimalInfeasible()) {
+      return GPUCAP_MIP_INFEASIBLE;
+    }
+    if (cutoff < 1e30 && model.solver()->isDualObjectiveLimitReached()) {
+      // The relaxation alone costs at least the cutoff: no cheaper plan exists.
       return GPUCAP_MIP_INFEASIBLE;
     }
     if (!model.solver()->isProvenOptimal()) {

@@ -43,6 +43,10 @@ pub struct Limits {
     /// heuristics (rounding, feasibility pump) to branch and bound: for models with fixed
     /// charges, whose relaxation is far from whole. Off, branch and bound is plain.
     pub cuts: bool,
+    /// Only plans cheaper than this are of interest (a plan of this cost is known elsewhere):
+    /// branch and bound prunes every node whose bound reaches it, and `Infeasible` then means
+    /// that no cheaper plan exists.
+    pub cutoff: Option<f64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -95,6 +99,7 @@ unsafe extern "C" {
         time_limit: c_double,
         log_level: c_int,
         cuts: c_int,
+        cutoff: c_double,
         solution: *mut c_double,
         objective_value: *mut c_double,
         bound: *mut c_double,
@@ -150,6 +155,9 @@ pub fn solve(problem: &Problem<'_>, limits: &Limits) -> Result<Solution, Error> 
             limits.time_limit.map_or(0.0, |t| t.max(0.001)),
             c_int::from(limits.log),
             c_int::from(limits.cuts),
+            limits
+                .cutoff
+                .map_or(f64::INFINITY, |c| c.clamp(-1e30, 1e30)),
             values.as_mut_ptr(),
             &mut objective,
             &mut bound,
@@ -207,11 +215,10 @@ mod tests {
             time_limit: None,
             log: false,
             cuts: false,
+            cutoff: None,
         }
     }
 
-    /// max 5x + 4y s.t. 6x + 4y ≤ 24, x + 2y ≤ 6, integer: optimum 20 at (4, 0); the
-    /// relaxation's optimum is 21 at (3, 1.5), so branch and bound has work to do.
     /// max 5x + 4y s.t. 6x + 4y ≤ 24, x + 2y ≤ 6, integer: optimum 20 at (4, 0); the
     /// relaxation's optimum is 21 at (3, 1.5), so branch and bound has work to do.
     fn small_integer_program() -> Problem<'static> {
@@ -226,6 +233,23 @@ mod tests {
             row_index: &[0, 1, 0, 1],
             value: &[6.0, 1.0, 4.0, 2.0],
         }
+    }
+
+    #[test]
+    fn a_cutoff_at_the_optimum_proves_nothing_cheaper_exists() {
+        let at = Limits {
+            cutoff: Some(-20.0 - 1e-6),
+            ..limits()
+        };
+        let s = solve(&small_integer_program(), &at).unwrap();
+        assert_eq!(s.status, Status::Infeasible, "{s:?}");
+        let above = Limits {
+            cutoff: Some(-19.5),
+            ..limits()
+        };
+        let s = solve(&small_integer_program(), &above).unwrap();
+        assert_eq!(s.status, Status::Optimal);
+        assert!((s.objective + 20.0).abs() < 1e-9, "{s:?}");
     }
 
     #[test]

@@ -417,8 +417,8 @@ impl<'a> Builder<'a> {
         });
     }
 
-    /// One call per piece the cloud sells the purchase in (`100` AWS block instances: a call for
-    /// 50 and one for 50, named `<call>_1`, `<call>_2`, as `apply` buys them).
+    /// One call per piece the cloud sells the purchase in (`71` AWS block instances: a call
+    /// for 64 and one for 7, named `<call>_1`, `<call>_2`).
     fn term(&mut self, d: &DueAction<'a>, name: String, aliases: &Namer) {
         let sizes = d.action.piece_sizes();
         if sizes.len() <= 1 {
@@ -432,6 +432,7 @@ impl<'a> Builder<'a> {
             piece.instances = size;
             piece.gpus = d.action.gpus / total * size;
             piece.cost = d.action.cost * f64::from(size) / f64::from(total);
+            piece.pieces = Vec::new();
             self.term_piece(d, &piece, format!("{name}_{n}"), aliases);
         }
     }

@@ -1,0 +1,477 @@
+//! A first plan for pools coupled by shared limits, found without branch and bound, so that a
+//! group whose limits bind always has a plan to give and branch and bound has a cost to beat.
+//!
+//! The joint program of a coupled group (`super::coupled`) models on-demand and spot instance
+//! by instance, and branch and bound can run a long time before it finds any whole plan. This
+//! one is built from the program's relaxation in two steps:
+//!
+//! 1. **Purchases**: each relaxed term purchase rounded up to a whole purchase its rules allow
+//!    ([`PoolModel::purchases_rounded_up`]). More term capacity never uncovers an hour; it may
+//!    break an offer's maximum or a limit on term instances, and then there is no such plan.
+//! 2. **Hours**: with the purchases fixed, the second stage falls apart by scenario and
+//!    segment. Where each pool's own least-cost mix ([`PoolModel::hourly_mix`]) keeps every
+//!    shared limit, that mix is the segment's optimum; elsewhere the segment's instances of all
+//!    the group's pools are chosen together by a small exact program (the pools' coverage rows
+//!    and the limits, less what the purchases hold). Segments that ask the same are solved once.
+//!
+//! The result keeps every constraint of the joint program, so its cost is an upper bound on the
+//! group's optimum; branch and bound is then run with that cost as its cutoff
+//! ([`super::mip::MipLimits::cutoff`]), and when it proves no plan is cheaper, this one is
+//! optimal.
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use crate::problem::{OfferKind, Validated, pieces::fewest_pieces};
+
+use super::mip::{self, Mip, MipLimits, MipStatus};
+use super::model::{PoolModel, PoolPlan};
+use super::pool::PoolData;
+
+/// The purchases of `relaxed` (the joint program's relaxed values; model i's columns start at
+/// `offsets[i]`), each rounded up to a whole purchase its rules allow, per pool as
+/// `(index into data.terms, index into its starts, instances)`.
+pub(crate) fn rounded_up(
+    models: &[PoolModel],
+    offsets: &[usize],
+    relaxed: &[f64],
+) -> Option<Vec<Vec<(usize, usize, u32)>>> {
+    models
+        .iter()
+        .zip(offsets)
+        .map(|(m, &o)| m.purchases_rounded_up(&relaxed[o..o + m.mip.num_cols()]))
+        .collect()
+}
+
+/// The purchases of `plans` (each pool's optimum alone, without the limits) in the same form,
+/// or `None` if one is not a start of the group's model.
+pub(crate) fn purchases_of(
+    data: &[PoolData],
+    plans: &[&PoolPlan],
+) -> Option<Vec<Vec<(usize, usize, u32)>>> {
+    data.iter()
+        .zip(plans)
+        .map(|(d, plan)| {
+            plan.purchases
+                .iter()
+                .map(|&(offer, start, n)| {
+                    let t = d.terms.iter().position(|t| t.offer == offer)?;
+                    let s = d.terms[t].starts.iter().position(|s| s.start == start)?;
+                    Some((t, s, n))
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// The plan with purchases `chosen` and, in every segment, the cheapest hourly instances within
+/// the limits, one per pool of the group; `None` when the purchases break a limit that no
+/// choice of hourly instances can repair. Until `trim_until`, purchases are then made one
+/// instance smaller, one at a time, wherever that lowers the plan's cost.
+pub(crate) fn first_plan(
+    v: &Validated,
+    data: &[PoolData],
+    models: &[PoolModel],
+    chosen: Vec<Vec<(usize, usize, u32)>>,
+    deadline: Option<Instant>,
+    trim_until: Option<Instant>,
+) -> Option<Vec<PoolPlan>> {
+    let mut search = Search {
+        data,
+        models,
+        limits: Limits::new(v),
+        deadline,
+        solved: HashMap::new(),
+    };
+    let mut state = search.start(chosen)?;
+    search.trim(&mut state, trim_until);
+    Some(state.plans(data, models))
+}
+
+/// The hourly side of a first plan: each segment's instances for given purchases, with the
+/// segments that need a joint choice solved once per distinct question.
+struct Search<'a> {
+    data: &'a [PoolData],
+    models: &'a [PoolModel<'a>],
+    limits: Limits,
+    deadline: Option<Instant>,
+    solved: HashMap<Asked, Mixes>,
+}
+
+/// Purchases and, per segment of the common timeline, each scenario's instances and the
+/// segment's expected hourly cost.
+struct State {
+    chosen: Vec<Vec<(usize, usize, u32)>>,
+    segments: Vec<(Vec<Mixes>, f64)>,
+}
+
+impl Search<'_> {
+    fn start(&mut self, chosen: Vec<Vec<(usize, usize, u32)>>) -> Option<State> {
+        let segments = (0..self.data[0].timeline.segments())
+            .map(|j| self.segment(&chosen, j))
+            .collect::<Option<_>>()?;
+        Some(State { chosen, segments })
+    }
+
+    /// Segment j's instances (per scenario) and expected cost for the purchases `chosen`, or
+    /// `None` when the limits leave no way to cover it.
+    fn segment(
+        &mut self,
+        chosen: &[Vec<(usize, usize, u32)>],
+        j: usize,
+    ) -> Option<(Vec<Mixes>, f64)> {
+        let data = self.data;
+        let hour = data[0].timeline.start(j);
+        let held = self.limits.held(data, chosen, hour)?;
+        let term: Vec<u64> = data
+            .iter()
+            .zip(chosen)
+            .map(|(d, chosen)| {
+                chosen
+                    .iter()
+                    .filter(|&&(t, s, _)| {
+                        let start = &d.terms[t].starts[s];
+                        start.start <= hour && hour < start.end
+                    })
+                    .map(|&(t, _, n)| u64::from(d.terms[t].gpus / d.unit) * u64::from(n))
+                    .sum()
+            })
+            .collect();
+        let len = f64::from(data[0].timeline.len(j));
+        let mut per_scenario = Vec::with_capacity(data[0].scenarios());
+        let mut cost = 0.0;
+        for k in 0..data[0].scenarios() {
+            let asked: Vec<(u64, u64)> = data
+                .iter()
+                .zip(&term)
+                .map(|(d, &t)| {
+                    let (f, all) = d.units(k, d.timeline.segment_at(hour));
+                    (f.saturating_sub(t), all.saturating_sub(t))
+                })
+                .collect();
+            let alone: Option<Mixes> = self
+                .models
+                .iter()
+                .zip(&asked)
+                .map(|(m, &(f, d))| m.hourly_mix(k, f, d))
+                .collect();
+            let mixes = match alone {
+                Some(mixes) if self.limits.kept(data, k, &mixes, &held) => mixes,
+                _ => {
+                    let key = (k, asked, held.clone());
+                    match self.solved.get(&key) {
+                        Some(mixes) => mixes.clone(),
+                        None => {
+                            let mixes =
+                                together(data, k, &key.1, &self.limits, &held, self.deadline)?;
+                            self.solved.insert(key, mixes.clone());
+                            mixes
+                        }
+                    }
+                }
+            };
+            let hourly: f64 = data
+                .iter()
+                .zip(&mixes)
+                .flat_map(|(d, mix)| d.hourly[k].iter().zip(mix))
+                .map(|(o, &n)| o.price * f64::from(n))
+                .sum();
+            cost += data[0].probability[k] * len * hourly;
+            per_scenario.push(mixes);
+        }
+        Some((per_scenario, cost))
+    }
+
+    /// Makes purchases one instance smaller while that lowers the cost (term cost saved
+    /// against the hourly cost added in the purchase's window), until `until`.
+    fn trim(&mut self, state: &mut State, until: Option<Instant>) {
+        let data = self.data;
+        let timeline = &data[0].timeline;
+        for (i, pool) in data.iter().enumerate() {
+            for p in 0..state.chosen[i].len() {
+                loop {
+                    if until.is_some_and(|u| Instant::now() >= u) {
+                        return;
+                    }
+                    let (t, s, n) = state.chosen[i][p];
+                    let term = &pool.terms[t];
+                    let start = &term.starts[s];
+                    if n == 0 || n - 1 < start.lower {
+                        break;
+                    }
+                    let pieces = |n: u32| match term.pieces {
+                        Some(p) => {
+                            let k = fewest_pieces(n, p.max);
+                            (p.min.max(1) * k <= n).then_some(f64::from(k) * p.cost)
+                        }
+                        None => Some(0.0),
+                    };
+                    let (Some(before), Some(after)) = (pieces(n), pieces(n - 1)) else {
+                        break;
+                    };
+                    let saved = term.cost + before - after;
+                    state.chosen[i][p].2 = n - 1;
+                    let window = timeline.segment_at(start.start)..timeline.point(start.end);
+                    let trial: Option<Vec<(Vec<Mixes>, f64)>> = window
+                        .clone()
+                        .map(|j| self.segment(&state.chosen, j))
+                        .collect();
+                    let better = trial.filter(|trial| {
+                        let added: f64 = trial.iter().map(|s| s.1).sum::<f64>()
+                            - state.segments[window.clone()]
+                                .iter()
+                                .map(|s| s.1)
+                                .sum::<f64>();
+                        added < saved - 1e-9 * saved.abs().max(1.0)
+                    });
+                    match better {
+                        Some(trial) => {
+                            for (j, segment) in window.zip(trial) {
+                                state.segments[j] = segment;
+                            }
+                        }
+                        None => {
+                            state.chosen[i][p].2 = n;
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl State {
+    fn plans(self, data: &[PoolData], models: &[PoolModel]) -> Vec<PoolPlan> {
+        let timeline = &data[0].timeline;
+        models
+            .iter()
+            .zip(data)
+            .zip(&self.chosen)
+            .enumerate()
+            .map(|(i, ((m, d), chosen))| {
+                let scenarios = d.scenarios();
+                let mut counts: Vec<Vec<Vec<u32>>> = (0..scenarios)
+                    .map(|k| vec![vec![0u32; d.timeline.segments()]; d.hourly[k].len()])
+                    .collect();
+                for (j, (per_scenario, _)) in self.segments.iter().enumerate() {
+                    let s = d.timeline.segment_at(timeline.start(j));
+                    for (k, mixes) in per_scenario.iter().enumerate() {
+                        for (h, &n) in mixes[i].iter().enumerate() {
+                            counts[k][h][s] = n;
+                        }
+                    }
+                }
+                let chosen: Vec<_> = chosen.iter().copied().filter(|c| c.2 > 0).collect();
+                m.plan_of(&chosen, &counts)
+            })
+            .collect()
+    }
+}
+
+/// What one segment asks of the group: the scenario, each pool's (firm, all) units beyond its
+/// term capacity, and each limit's weight held by the purchases.
+type Asked = (usize, Vec<(u64, u64)>, Vec<u64>);
+
+/// Instances per pool and hourly offer.
+type Mixes = Vec<Vec<u32>>;
+
+/// The shared limits as the hours see them: per limit, its cap and the weight of each offer.
+struct Limits {
+    caps: Vec<u64>,
+    weights: Vec<HashMap<usize, u64>>,
+}
+
+impl Limits {
+    fn new(v: &Validated) -> Self {
+        let shared = v.shared_limits();
+        Limits {
+            caps: shared.iter().map(|l| l.cap).collect(),
+            weights: shared
+                .iter()
+                .map(|l| l.offers.iter().map(|&(o, w)| (o, u64::from(w))).collect())
+                .collect(),
+        }
+    }
+
+    /// Per limit, the weight the purchases hold in `hour`; `None` when that alone passes a cap
+    /// or a term offer's maximum.
+    fn held(
+        &self,
+        data: &[PoolData],
+        chosen: &[Vec<(usize, usize, u32)>],
+        hour: u32,
+    ) -> Option<Vec<u64>> {
+        let mut held = vec![0u64; self.caps.len()];
+        for (d, chosen) in data.iter().zip(chosen) {
+            let mut active = vec![0u64; d.terms.len()];
+            for &(t, s, n) in chosen {
+                let start = &d.terms[t].starts[s];
+                if start.start <= hour && hour < start.end {
+                    active[t] += u64::from(n);
+                }
+            }
+            for (t, &n) in active.iter().enumerate() {
+                let term = &d.terms[t];
+                if term.max.is_some_and(|m| n > u64::from(m)) {
+                    return None;
+                }
+                for (l, weights) in self.weights.iter().enumerate() {
+                    if let Some(w) = weights.get(&term.offer) {
+                        held[l] += w * n;
+                    }
+                }
+            }
+        }
+        held.iter()
+            .zip(&self.caps)
+            .all(|(h, c)| h <= c)
+            .then_some(held)
+    }
+
+    /// Whether the pools' hourly instances `mixes` in scenario k, with `held`, keep every cap.
+    fn kept(&self, data: &[PoolData], k: usize, mixes: &[Vec<u32>], held: &[u64]) -> bool {
+        self.weights.iter().enumerate().all(|(l, weights)| {
+            let used: u64 = data
+                .iter()
+                .zip(mixes)
+                .flat_map(|(d, mix)| d.hourly[k].iter().zip(mix))
+                .filter_map(|(o, &n)| weights.get(&o.offer).map(|w| w * u64::from(n)))
+                .sum();
+            held[l] + used <= self.caps[l]
+        })
+    }
+}
+
+/// The cheapest hourly instances of all the group's pools in one segment of scenario k, where
+/// pool i must add `asked[i] = (firm, all)` units beyond its term capacity, within the limits
+/// less `held`: a small exact program.
+fn together(
+    data: &[PoolData],
+    k: usize,
+    asked: &[(u64, u64)],
+    limits: &Limits,
+    held: &[u64],
+    deadline: Option<Instant>,
+) -> Option<Vec<Vec<u32>>> {
+    let mut mip = Mip::new();
+    let mut columns: Vec<Vec<usize>> = Vec::with_capacity(data.len());
+    for (d, &(firm, all)) in data.iter().zip(asked) {
+        let unit = u64::from(d.unit);
+        let cols: Vec<(OfferKind, usize, f64)> = d.hourly[k]
+            .iter()
+            .map(|o| {
+                let size = u64::from(o.gpus) / unit;
+                let upper = o
+                    .limit
+                    .map_or(f64::INFINITY, f64::from)
+                    .min(all.div_ceil(size) as f64);
+                (o.kind, mip.add_col(o.price, 0.0, upper, true), size as f64)
+            })
+            .collect();
+        let cover = |kinds: &[OfferKind]| {
+            cols.iter()
+                .filter(|c| kinds.contains(&c.0))
+                .map(|&(_, c, size)| (c, size))
+                .collect::<Vec<_>>()
+        };
+        if firm > 0 {
+            mip.add_row(firm as f64, f64::INFINITY, cover(&[OfferKind::OnDemand]));
+        }
+        if all > 0 {
+            mip.add_row(
+                all as f64,
+                f64::INFINITY,
+                cover(&[OfferKind::OnDemand, OfferKind::Spot]),
+            );
+        }
+        columns.push(cols.iter().map(|c| c.1).collect());
+    }
+    for (l, weights) in limits.weights.iter().enumerate() {
+        let entries: Vec<(usize, f64)> = data
+            .iter()
+            .zip(&columns)
+            .flat_map(|(d, cols)| d.hourly[k].iter().zip(cols))
+            .filter_map(|(o, &c)| weights.get(&o.offer).map(|&w| (c, w as f64)))
+            .collect();
+        if !entries.is_empty() {
+            let room = limits.caps[l] - held[l];
+            mip.add_row(f64::NEG_INFINITY, room as f64, entries);
+        }
+    }
+    let result = mip::solve(
+        &mip,
+        MipLimits {
+            time_limit: deadline.map(|d| d.saturating_duration_since(Instant::now())),
+            rel_gap: 1e-9,
+            log: false,
+            cuts: false,
+            cutoff: None,
+        },
+    );
+    if !matches!(result.status, MipStatus::Optimal | MipStatus::Feasible) {
+        return None;
+    }
+    Some(
+        columns
+            .iter()
+            .map(|cols| {
+                cols.iter()
+                    .map(|&c| result.values[c].round().max(0.0) as u32)
+                    .collect()
+            })
+            .collect(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use crate::problem::{parse, validate};
+    use crate::solver::coupled;
+    use crate::solver::mip::{self, Mip, MipLimits, MipStatus};
+    use crate::solver::model::{Mode, PoolModel};
+    use crate::solver::pool::{PoolData, Scope};
+
+    #[test]
+    fn the_rounded_relaxation_keeps_every_limit_and_costs_no_less_than_the_optimum() {
+        // docs/problem-v2.md's example: the optimum is $60,970 (`coupled`'s own test).
+        let text = include_str!("../../tests/fixtures/problems/shared-quota.json");
+        let v =
+            validate(parse(text, Path::new("shared-quota.json")).expect("parses")).expect("valid");
+        let scopes: Vec<Scope> = (0..2).map(Scope::full).collect();
+        let data: Vec<PoolData> = coupled::common_timeline(&v, &scopes);
+        let models: Vec<PoolModel> = data
+            .iter()
+            .map(|d| PoolModel::build(d, Mode::Cost))
+            .collect();
+        let mut joint = Mip::new();
+        let offsets: Vec<usize> = models.iter().map(|m| joint.append(&m.mip)).collect();
+        coupled::add_shared_rows(&v, &data, &models, &offsets, &mut joint);
+        joint.integer.fill(false);
+        let relaxed = mip::solve(
+            &joint,
+            MipLimits {
+                time_limit: None,
+                rel_gap: 1e-9,
+                log: false,
+                cuts: false,
+                cutoff: None,
+            },
+        );
+        assert_eq!(relaxed.status, MipStatus::Optimal);
+        let chosen =
+            super::rounded_up(&models, &offsets, &relaxed.values).expect("whole purchases");
+        let plans =
+            super::first_plan(&v, &data, &models, chosen, None, None).expect("a first plan");
+        assert!(coupled::keeps_limits(&v, &plans.iter().collect::<Vec<_>>()));
+        let cost = crate::solver::plan::solution(&v, &plans).expected_cost;
+        let constant: f64 = models.iter().map(|m| m.constant).sum();
+        assert!(cost >= 60_970.0 - 1e-6, "{cost}");
+        assert!(relaxed.bound + constant <= 60_970.0 + 1e-6);
+        // Every pool's demand is covered in every hour of every scenario.
+        let solution = crate::solver::plan::solution(&v, &plans);
+        assert!(solution.scenarios.iter().all(|s| s.cost > 0.0));
+    }
+}
