@@ -2,14 +2,14 @@
 //! which answers in the documented REST JSON and keeps its own record: every count below is
 //! the peer's.
 
-#[path = "../../../tests/support/gce_peer.rs"]
-mod gce_peer;
+mod common;
 
 use std::time::Duration;
 
 use chrono::{TimeZone, Utc};
-use gce_peer::{GcePeer, PROJECT};
-use gpucap_gcp::act::{GcpCapacity, GcpCapacityConfig, names};
+use common::gce_peer::GcePeer;
+use common::runtime;
+use gpucap_gcp::act::{GcpCapacity, names};
 use gpucap_provider::capacity::{
     ActErrorKind, CapacityBlocks, Describe, Idempotency, Placement, PoolSize, Pools,
     ReservationRequest, Reservations, ResourceKind, tag,
@@ -19,19 +19,8 @@ use serde_json::json;
 const ZONE: &str = "us-central1-a";
 const MACHINE: &str = "a3-highgpu-8g";
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
 fn gcp(rt: &tokio::runtime::Runtime, peer: &GcePeer) -> GcpCapacity {
-    let mut config = GcpCapacityConfig::new(PROJECT).with_endpoint(peer.url());
-    config.poll_interval = Duration::from_millis(10);
-    config.operation_timeout = Duration::from_secs(20);
-    rt.block_on(GcpCapacity::new(config)).unwrap()
+    common::client(rt, peer, Duration::from_secs(20))
 }
 
 fn request(instances: u32) -> ReservationRequest {

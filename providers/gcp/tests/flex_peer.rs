@@ -5,13 +5,13 @@
 //! which it takes only while ACCEPTED) and keeps its own record: every count below is the
 //! peer's.
 
-#[path = "../../../tests/support/gce_peer.rs"]
-mod gce_peer;
+mod common;
 
 use std::time::Duration;
 
-use gce_peer::{GcePeer, PROJECT};
-use gpucap_gcp::act::{GcpCapacity, GcpCapacityConfig};
+use common::gce_peer::GcePeer;
+use common::runtime;
+use gpucap_gcp::act::GcpCapacity;
 use gpucap_provider::capacity::{ActErrorKind, FlexStart, Idempotency, PoolSize, PoolSpec, Pools};
 use serde_json::{Value, json};
 
@@ -20,19 +20,8 @@ const POOL: &str = "gpucap-h100-gcp-us-central1-a3-highgpu-1g";
 const MACHINE: &str = "a3-highgpu-1g";
 const DAY: u64 = 24 * 3600;
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
 fn gcp(rt: &tokio::runtime::Runtime, peer: &GcePeer) -> GcpCapacity {
-    let mut config = GcpCapacityConfig::new(PROJECT).with_endpoint(peer.url());
-    config.poll_interval = Duration::from_millis(10);
-    config.operation_timeout = Duration::from_secs(5);
-    rt.block_on(GcpCapacity::new(config)).unwrap()
+    common::client(rt, peer, Duration::from_secs(5))
 }
 
 fn spec(flex: bool) -> PoolSpec {

@@ -3,14 +3,14 @@
 //! (`tests/peers/gce_peer.py`), which answers in the documented REST JSON and keeps its own
 //! record: every count below is the peer's.
 
-#[path = "../../../tests/support/gce_peer.rs"]
-mod gce_peer;
+mod common;
 
 use std::time::Duration;
 
 use chrono::{TimeZone, Utc};
-use gce_peer::{GcePeer, PROJECT};
-use gpucap_gcp::act::{GcpCapacity, GcpCapacityConfig, names};
+use common::gce_peer::{GcePeer, PROJECT};
+use common::runtime;
+use gpucap_gcp::act::{GcpCapacity, names};
 use gpucap_provider::capacity::{
     ActErrorKind, CommitmentRequest, Commitments, Describe, Idempotency, Placement,
     RequestedBlocks, ReservationRequest, ResourceKind, tag,
@@ -24,19 +24,8 @@ const EARLY: &str = "2026-12-14T00:00:00Z";
 /// 20 days before the block starts: too late to cancel.
 const LATE: &str = "2027-01-20T00:00:00Z";
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
 fn gcp(rt: &tokio::runtime::Runtime, peer: &GcePeer) -> GcpCapacity {
-    let mut config = GcpCapacityConfig::new(PROJECT).with_endpoint(peer.url());
-    config.poll_interval = Duration::from_millis(10);
-    config.operation_timeout = Duration::from_secs(20);
-    rt.block_on(GcpCapacity::new(config)).unwrap()
+    common::client(rt, peer, Duration::from_secs(20))
 }
 
 /// Two H100 machines in one zone from 2027-02-10 for 14 days.
