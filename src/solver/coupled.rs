@@ -187,12 +187,24 @@ pub(crate) fn solve_group(
     };
     // A first plan from the relaxation (`super::incumbent`): a cost for branch and bound to
     // beat, and the answer when it finds nothing cheaper.
-    let mut relaxation = mip.clone();
-    relaxation.integer.fill(false);
-    let relaxed = mip::solve(&relaxation, limits(None));
-    // The first plan (`super::incumbent`), from the relaxation's purchases rounded up and from
-    // each pool's own optimum: a cost for branch and bound to beat, and the answer when it
-    // finds nothing cheaper.
+    // The first plan (`super::incumbent`), from each pool's own optimum and then from the
+    // relaxation's purchases rounded up: a cost for branch and bound to beat, and the answer
+    // when it finds nothing cheaper. The pools' optima come first: they need no joint
+    // relaxation, which on a large group may not finish in the time limit.
+    let mut incumbent: Option<(Vec<PoolPlan>, f64)> = None;
+    let mut consider = |chosen: Vec<Vec<(usize, usize, u32)>>| {
+        let now = Instant::now();
+        let trim_until = deadline.map(|d| now + d.saturating_duration_since(now) / 8);
+        let Some(plans) = incumbent::first_plan(v, &data, &models, chosen, deadline, trim_until)
+        else {
+            return;
+        };
+        let cost = super::plan::solution(v, &plans).expected_cost;
+        tracing::debug!(cost, "a first plan for coupled pools");
+        if incumbent.as_ref().is_none_or(|(_, best)| cost < *best) {
+            incumbent = Some((plans, cost));
+        }
+    };
     let alone_plans: Vec<&PoolPlan> = alone
         .iter()
         .filter_map(|o| match o {
@@ -200,27 +212,18 @@ pub(crate) fn solve_group(
             _ => None,
         })
         .collect();
-    let candidates = [
-        (relaxed.status == MipStatus::Optimal)
-            .then(|| incumbent::rounded_up(&models, &offsets, &relaxed.values))
-            .flatten(),
-        (alone_plans.len() == data.len())
-            .then(|| incumbent::purchases_of(&data, &alone_plans))
-            .flatten(),
-    ];
-    let mut incumbent: Option<(Vec<PoolPlan>, f64)> = None;
-    for chosen in candidates.into_iter().flatten() {
-        let now = Instant::now();
-        let trim_until = deadline.map(|d| now + d.saturating_duration_since(now) / 8);
-        let Some(plans) = incumbent::first_plan(v, &data, &models, chosen, deadline, trim_until)
-        else {
-            continue;
-        };
-        let cost = super::plan::solution(v, &plans).expected_cost;
-        tracing::debug!(cost, "a first plan for coupled pools");
-        if incumbent.as_ref().is_none_or(|(_, best)| cost < *best) {
-            incumbent = Some((plans, cost));
-        }
+    if alone_plans.len() == data.len()
+        && let Some(chosen) = incumbent::purchases_of(&data, &alone_plans)
+    {
+        consider(chosen);
+    }
+    let mut relaxation = mip.clone();
+    relaxation.integer.fill(false);
+    let relaxed = mip::solve(&relaxation, limits(None));
+    if relaxed.status == MipStatus::Optimal
+        && let Some(chosen) = incumbent::rounded_up(&models, &offsets, &relaxed.values)
+    {
+        consider(chosen);
     }
     // Each pool's optimum alone, without the limits, is a lower bound on its share.
     let alone_bound: f64 = alone
@@ -245,7 +248,16 @@ pub(crate) fn solve_group(
     let cutoff = incumbent
         .as_ref()
         .map(|(_, cost)| cost - constant - 0.5 * super::OPTIMALITY_GAP * cost.abs());
-    let result = mip::solve(&mip, limits(cutoff));
+    // No time left after the first plans: branch and bound would not even finish its root.
+    let result = if deadline.is_some_and(|d| Instant::now() >= d) {
+        mip::MipResult {
+            status: MipStatus::NoSolution,
+            values: Vec::new(),
+            bound: f64::NEG_INFINITY,
+        }
+    } else {
+        mip::solve(&mip, limits(cutoff))
+    };
     let bound = (result.bound.max(relaxed.bound) + constant).max(alone_bound);
     tracing::debug!(
         pools = scopes.len(),
