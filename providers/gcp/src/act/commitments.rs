@@ -30,7 +30,7 @@ use gpucap_provider::capacity::{
 
 use super::GcpCapacity;
 use super::names;
-use super::ops::{Scope, classify, note, refuse};
+use super::ops::{Scope, classify, found, note, refuse};
 
 pub(crate) const INSERT: &str = "regionCommitments.insert";
 const GET: &str = "regionCommitments.get";
@@ -121,25 +121,16 @@ pub struct Shape {
 
 impl GcpCapacity {
     async fn commitment_get(&self, region: &str, name: &str) -> ActResult<Option<Commitment>> {
-        match self
-            .commitments
-            .get()
-            .set_project(&self.config.project)
-            .set_region(region)
-            .set_commitment(name)
-            .send()
-            .await
-        {
-            Ok(c) => Ok(Some(c)),
-            Err(e) => {
-                let e = classify(GET, &e, false);
-                if e.kind == ActErrorKind::NotFound {
-                    Ok(None)
-                } else {
-                    Err(e)
-                }
-            }
-        }
+        found(
+            GET,
+            self.commitments
+                .get()
+                .set_project(&self.config.project)
+                .set_region(region)
+                .set_commitment(name)
+                .send()
+                .await,
+        )
     }
 
     /// The machine type's shape in a zone of `region`.

@@ -36,7 +36,7 @@ use gpucap_provider::capacity::{
 
 use super::GcpCapacity;
 use super::names;
-use super::ops::{Scope, classify, kind_of_reason, note, refuse};
+use super::ops::{Scope, classify, found, kind_of_reason, note, refuse};
 use super::pools::{GROUP_GET, RESIZE, conflict, machine_of, not_ours, resource};
 
 /// What a flex-start pool's sizing does next.
@@ -118,22 +118,17 @@ impl GcpCapacity {
         group: &str,
         name: &str,
     ) -> ActResult<Option<InstanceGroupManagerResizeRequest>> {
-        match self
-            .resize_requests
-            .get()
-            .set_project(&self.config.project)
-            .set_region(region)
-            .set_instance_group_manager(group)
-            .set_resize_request(name)
-            .send()
-            .await
-        {
-            Ok(r) => Ok(Some(r)),
-            Err(e) => match classify(GET, &e, false) {
-                e if e.kind == ActErrorKind::NotFound => Ok(None),
-                e => Err(e),
-            },
-        }
+        found(
+            GET,
+            self.resize_requests
+                .get()
+                .set_project(&self.config.project)
+                .set_region(region)
+                .set_instance_group_manager(group)
+                .set_resize_request(name)
+                .send()
+                .await,
+        )
     }
 
     /// Every resize request on a group (every page).

@@ -36,7 +36,7 @@ use gpucap_provider::capacity::{
 
 use super::GcpCapacity;
 use super::names;
-use super::ops::{Scope, classify, note, refuse};
+use super::ops::{Scope, classify, found, note, refuse};
 
 pub(crate) const INSERT: &str = "futureReservations.insert";
 const GET: &str = "futureReservations.get";
@@ -153,25 +153,16 @@ fn no_longer(id: &str, why: &str) -> ActError {
 
 impl GcpCapacity {
     async fn future_get(&self, zone: &str, name: &str) -> ActResult<Option<FutureReservation>> {
-        match self
-            .future
-            .get()
-            .set_project(&self.config.project)
-            .set_zone(zone)
-            .set_future_reservation(name)
-            .send()
-            .await
-        {
-            Ok(r) => Ok(Some(r)),
-            Err(e) => {
-                let e = classify(GET, &e, false);
-                if e.kind == ActErrorKind::NotFound {
-                    Ok(None)
-                } else {
-                    Err(e)
-                }
-            }
-        }
+        found(
+            GET,
+            self.future
+                .get()
+                .set_project(&self.config.project)
+                .set_zone(zone)
+                .set_future_reservation(name)
+                .send()
+                .await,
+        )
     }
 
     fn future_done(zone: &str, fr: &FutureReservation, request_id: Option<String>) -> Done {

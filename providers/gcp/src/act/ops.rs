@@ -48,6 +48,18 @@ pub fn kind_of_reason(reason: &str) -> Option<ActErrorKind> {
     })
 }
 
+/// The answer to a look-up by name (`api`, which changes nothing): the resource, `None` when
+/// Compute Engine says there is none, or the error classified.
+pub fn found<T>(api: &str, answer: Result<T, GaxError>) -> ActResult<Option<T>> {
+    match answer {
+        Ok(resource) => Ok(Some(resource)),
+        Err(e) => match classify(api, &e, false) {
+            e if e.kind == ActErrorKind::NotFound => Ok(None),
+            e => Err(e),
+        },
+    }
+}
+
 /// Classifies an SDK error. `mutating`: the request may have changed something, so a
 /// transport failure or a 5xx after it was sent is `Unknown`, not `Transient`.
 pub fn classify(api: &str, err: &GaxError, mutating: bool) -> ActError {

@@ -47,7 +47,7 @@ use gpucap_provider::capacity::{
 
 use super::GcpCapacity;
 use super::names;
-use super::ops::{Scope, classify, kind_of_reason, note, refuse};
+use super::ops::{Scope, classify, found, kind_of_reason, note, refuse};
 
 const TEMPLATE_INSERT: &str = "regionInstanceTemplates.insert";
 pub(super) const TEMPLATE_GET: &str = "regionInstanceTemplates.get";
@@ -228,21 +228,16 @@ impl GcpCapacity {
         region: &str,
         name: &str,
     ) -> ActResult<Option<InstanceTemplate>> {
-        match self
-            .templates
-            .get()
-            .set_project(&self.config.project)
-            .set_region(region)
-            .set_instance_template(name)
-            .send()
-            .await
-        {
-            Ok(t) => Ok(Some(t)),
-            Err(e) => match classify(TEMPLATE_GET, &e, false) {
-                e if e.kind == ActErrorKind::NotFound => Ok(None),
-                e => Err(e),
-            },
-        }
+        found(
+            TEMPLATE_GET,
+            self.templates
+                .get()
+                .set_project(&self.config.project)
+                .set_region(region)
+                .set_instance_template(name)
+                .send()
+                .await,
+        )
     }
 
     pub(super) async fn group(
@@ -250,21 +245,16 @@ impl GcpCapacity {
         region: &str,
         name: &str,
     ) -> ActResult<Option<InstanceGroupManager>> {
-        match self
-            .groups
-            .get()
-            .set_project(&self.config.project)
-            .set_region(region)
-            .set_instance_group_manager(name)
-            .send()
-            .await
-        {
-            Ok(g) => Ok(Some(g)),
-            Err(e) => match classify(GROUP_GET, &e, false) {
-                e if e.kind == ActErrorKind::NotFound => Ok(None),
-                e => Err(e),
-            },
-        }
+        found(
+            GROUP_GET,
+            self.groups
+                .get()
+                .set_project(&self.config.project)
+                .set_region(region)
+                .set_instance_group_manager(name)
+                .send()
+                .await,
+        )
     }
 
     /// The template `name`, gpucap's: found, or inserted (requestId from `key`).

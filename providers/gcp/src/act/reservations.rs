@@ -19,7 +19,7 @@ use gpucap_provider::capacity::{
 
 use super::GcpCapacity;
 use super::names;
-use super::ops::{Scope, classify, note, refuse};
+use super::ops::{Scope, classify, found, note, refuse};
 
 const INSERT: &str = "reservations.insert";
 const GET: &str = "reservations.get";
@@ -48,25 +48,16 @@ fn count(r: &Reservation) -> Option<i64> {
 impl GcpCapacity {
     /// The reservation, or `None` when it does not exist.
     async fn get(&self, zone: &str, name: &str) -> ActResult<Option<Reservation>> {
-        match self
-            .reservations
-            .get()
-            .set_project(&self.config.project)
-            .set_zone(zone)
-            .set_reservation(name)
-            .send()
-            .await
-        {
-            Ok(r) => Ok(Some(r)),
-            Err(e) => {
-                let e = classify(GET, &e, false);
-                if e.kind == ActErrorKind::NotFound {
-                    Ok(None)
-                } else {
-                    Err(e)
-                }
-            }
-        }
+        found(
+            GET,
+            self.reservations
+                .get()
+                .set_project(&self.config.project)
+                .set_zone(zone)
+                .set_reservation(name)
+                .send()
+                .await,
+        )
     }
 
     /// The reservation, or `None` when it does not exist (for the other modules).
