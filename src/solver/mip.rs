@@ -140,6 +140,12 @@ pub(crate) struct MipResult {
 ///
 /// Each call owns its solver, so pools are solved in parallel on their own threads.
 pub(crate) fn solve(mip: &Mip, limits: MipLimits) -> MipResult {
+    solve_from(mip, limits, None)
+}
+
+/// [`solve`], starting from a feasible point `start` (one value per column) that branch and
+/// bound only looks to beat.
+pub(crate) fn solve_from(mip: &Mip, limits: MipLimits, start: Option<&[f64]>) -> MipResult {
     if mip.num_cols() == 0 {
         return MipResult {
             status: MipStatus::Optimal,
@@ -158,6 +164,7 @@ pub(crate) fn solve(mip: &Mip, limits: MipLimits) -> MipResult {
         col_start: &col_start,
         row_index: &row_index,
         value: &value,
+        start,
     };
     let limits = gpucap_mip_cbc::Limits {
         rel_gap: limits.rel_gap,

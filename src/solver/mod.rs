@@ -291,7 +291,8 @@ fn solve_pool(
         columns: model.mip.num_cols(),
         rows: model.mip.num_rows(),
     });
-    let result = mip::solve(&model.mip, limits);
+    let start = first_plan(&data, &model, limits);
+    let result = mip::solve_from(&model.mip, limits, start.as_deref());
     options.observer.finished(progress::PoolFinished {
         pool,
         status: match result.status {
@@ -350,6 +351,45 @@ fn solve_pool(
             PoolOutcome::Short(diagnose::message(v, &data, &missing, false))
         }
     }
+}
+
+/// A feasible point of `model` to start branch and bound from, for a pool whose purchases come
+/// in pieces with a cost or a minimum: the optimum without them (fast, as its relaxation is
+/// almost always whole), bought in the fewest pieces the rules allow. With fixed charges, the
+/// relaxation is far from whole and Cbc's own heuristics may find no good plan for minutes; from
+/// this one, branch and bound only looks for cheaper plans. `None` without pieces, or when no
+/// such point is found.
+fn first_plan(data: &PoolData, model: &PoolModel, limits: MipLimits) -> Option<Vec<f64>> {
+    if data.terms.iter().all(|t| t.pieces.is_none()) {
+        return None;
+    }
+    let mut plain = data.clone();
+    for t in &mut plain.terms {
+        t.pieces = None;
+    }
+    let plain_model = PoolModel::build(&plain, Mode::Cost);
+    let cheap = mip::solve(
+        &plain_model.mip,
+        MipLimits {
+            cuts: false,
+            cutoff: None,
+            ..limits
+        },
+    );
+    if cheap.values.is_empty() {
+        return None;
+    }
+    let fixed = model.fixed_to(&plain_model.chosen(&cheap.values));
+    let point = mip::solve(
+        &fixed,
+        MipLimits {
+            cuts: false,
+            cutoff: None,
+            ..limits
+        },
+    );
+    tracing::debug!(status = ?point.status, "a first plan without costs per purchase");
+    matches!(point.status, MipStatus::Optimal | MipStatus::Feasible).then_some(point.values)
 }
 
 /// When the time runs out before any plan was found: the cheapest plan without terms (which the

@@ -73,6 +73,8 @@ pub(crate) struct PoolModel<'a> {
     pub constant: f64,
     /// `n_cols[t][s]`: column of `n` for `data.terms[t].starts[s]`.
     n_cols: Vec<Vec<usize>>,
+    /// `k_cols[t][s]`: the column of its pieces `k`, where modelled.
+    k_cols: Vec<Vec<Option<usize>>>,
     recourse: Vec<Recourse>,
     /// Scenario-segments modelled instance by instance.
     pub integer_segments: usize,
@@ -109,13 +111,14 @@ impl<'a> PoolModel<'a> {
             })
             .collect();
         let mut mip = Mip::new();
-        let n_cols = term_columns(data, &mut mip, mode == Mode::Elastic);
+        let (n_cols, k_cols) = term_columns(data, &mut mip, mode == Mode::Elastic);
         let (term_expr, active) = active_counts(data, &mut mip, &n_cols);
         let mut model = PoolModel {
             data,
             mip,
             constant: 0.0,
             n_cols,
+            k_cols,
             recourse,
             integer_segments: 0,
             instances: HashMap::new(),
@@ -406,8 +409,49 @@ impl<'a> PoolModel<'a> {
         }
     }
 
+    /// This model with every purchase fixed: `chosen` (as [`PoolModel::chosen`]) bought in the
+    /// fewest pieces the offer's rules allow, nothing else. A purchase below the smallest piece
+    /// is rounded up to it (more capacity never uncovers an hour), or left out where that is
+    /// above the purchase's upper bound. Solving it gives a feasible point of this model (when
+    /// one exists with these purchases), to start branch and bound from.
+    pub fn fixed_to(&self, chosen: &[(usize, usize, u32)]) -> Mip {
+        let mut mip = self.mip.clone();
+        for (cols, ks) in self.n_cols.iter().zip(&self.k_cols) {
+            for (&n, &k) in cols.iter().zip(ks) {
+                mip.lower[n] = 0.0;
+                mip.upper[n] = 0.0;
+                if let Some(k) = k {
+                    mip.lower[k] = 0.0;
+                    mip.upper[k] = 0.0;
+                }
+            }
+        }
+        for &(t, s, n) in chosen {
+            let start = &self.data.terms[t].starts[s];
+            let col = self.n_cols[t][s];
+            let (n, k) = match self.data.terms[t].pieces {
+                None => (n, None),
+                Some(p) => {
+                    let largest = p.max.unwrap_or(start.upper).min(start.upper).max(1);
+                    let k = n.div_ceil(largest);
+                    (n.max(p.min.max(1) * k), Some(k))
+                }
+            };
+            if n > start.upper || n < start.lower {
+                continue;
+            }
+            mip.lower[col] = f64::from(n);
+            mip.upper[col] = f64::from(n);
+            if let (Some(k), Some(kc)) = (k, self.k_cols[t][s]) {
+                mip.lower[kc] = f64::from(k);
+                mip.upper[kc] = f64::from(k);
+            }
+        }
+        mip
+    }
+
     /// The purchases in `values`: `(index into data.terms, index into its starts, instances)`.
-    fn chosen(&self, values: &[f64]) -> Vec<(usize, usize, u32)> {
+    pub fn chosen(&self, values: &[f64]) -> Vec<(usize, usize, u32)> {
         let mut out = Vec::new();
         for (t, cols) in self.n_cols.iter().enumerate() {
             for (s, &c) in cols.iter().enumerate() {
@@ -528,7 +572,11 @@ fn corners(values: &[f64]) -> Vec<usize> {
     out
 }
 
-fn term_columns(data: &PoolData, mip: &mut Mip, elastic: bool) -> Vec<Vec<usize>> {
+fn term_columns(
+    data: &PoolData,
+    mip: &mut Mip,
+    elastic: bool,
+) -> (Vec<Vec<usize>>, Vec<Vec<Option<usize>>>) {
     data.terms
         .iter()
         .map(|t| {
@@ -542,28 +590,33 @@ fn term_columns(data: &PoolData, mip: &mut Mip, elastic: bool) -> Vec<Vec<usize>
                         f64::from(s.upper)
                     };
                     let n = mip.add_col(cost, f64::from(s.lower), upper, true);
-                    if let (Some(p), false) = (t.pieces, s.lower == s.upper) {
-                        add_pieces(mip, n, upper, p, elastic);
-                    }
-                    n
+                    let k = match (t.pieces, s.lower == s.upper) {
+                        (Some(p), false) => Some(add_pieces(mip, n, upper, p, elastic)),
+                        _ => None,
+                    };
+                    (n, k)
                 })
-                .collect()
+                .unzip()
         })
-        .collect()
+        .unzip()
 }
 
 /// The pieces `k` of purchase column `n` (upper bound `upper`): `min·k ≤ n ≤ max·k`, each piece
 /// costing the offer's cost per purchase. Without a maximum, `upper` stands for it (a purchase
-/// never exceeds its upper bound, so one piece of that size can hold it).
-fn add_pieces(mip: &mut Mip, n: usize, upper: f64, p: super::pool::Pieces, elastic: bool) {
+/// never exceeds its upper bound, so one piece of that size can hold it). Returns `k`'s column.
+fn add_pieces(mip: &mut Mip, n: usize, upper: f64, p: super::pool::Pieces, elastic: bool) -> usize {
     let min = f64::from(p.min.max(1));
-    let max = p.max.map_or(upper, f64::from);
+    // A piece never holds more than the purchase's own upper bound: `n ≤ min(max, upper)·k`
+    // is as valid as `n ≤ max·k` and, for purchases capped at a few instances, makes the
+    // relaxation pay nearly the whole cost per purchase instead of `cost / max` per instance.
+    let max = p.max.map_or(upper, |m| f64::from(m).min(upper));
     let cost = if elastic { 0.0 } else { p.cost };
     let k = mip.add_col(cost, 0.0, (upper / min).floor(), true);
     mip.add_row(0.0, f64::INFINITY, [(n, 1.0), (k, -min)]);
     if max.is_finite() {
         mip.add_row(f64::NEG_INFINITY, 0.0, [(n, 1.0), (k, -max)]);
     }
+    k
 }
 
 /// Per term offer: breakpoints and the columns `A` between them.

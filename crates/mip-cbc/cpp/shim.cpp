@@ -11,6 +11,8 @@
 
 #include "CbcHeuristic.hpp"
 #include "CbcHeuristicFPump.hpp"
+#include "CbcHeuristicLocal.hpp"
+#include "CbcHeuristicRINS.hpp"
 #include "CbcModel.hpp"
 #include "CglFlowCover.hpp"
 #include "CglGomory.hpp"
@@ -40,7 +42,7 @@ int gpucap_mip_cbc_solve(int num_cols, int num_rows, const int *col_start,
                          const double *objective, const double *row_lower,
                          const double *row_upper, const unsigned char *integer,
                          double rel_gap, double abs_gap, double time_limit,
-                         int log_level, int cuts, double cutoff, double *solution, double *objective_value,
+                         int log_level, int cuts, double cutoff, const double *start, double *solution, double *objective_value,
                          double *bound) {
   try {
     OsiClpSolverInterface solver;
@@ -117,7 +119,20 @@ int gpucap_mip_cbc_solve(int num_cols, int num_rows, const int *col_start,
       CbcHeuristicFPump pump(model);
       model.addHeuristic(&pump);
     }
-    model.branchAndBound();
+    if (start != nullptr) {
+      // A known plan: branch and bound starts from it (it prunes every node that cannot beat
+      // it), and the heuristics that search near a plan (RINS, local search) improve on it.
+      double start_value = 0.0;
+      for (int c = 0; c < num_cols; ++c) start_value += objective[c] * start[c];
+      model.setBestSolution(start, num_cols, start_value, true);
+      CbcHeuristicRINS rins(model);
+      model.addHeuristic(&rins);
+      CbcHeuristicLocal local(model);
+      model.addHeuristic(&local);
+      model.branchAndBound();
+    } else {
+      model.branchAndBound();
+    }
     *bound = model.getBestPossibleObjValue();
     const double *best = model.bestSolution();
     if (model.isProvenInfeasible() && best == nullptr) {
