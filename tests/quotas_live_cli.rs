@@ -10,6 +10,11 @@
 
 #[path = "support/azure_peer.rs"]
 mod azure_peer;
+#[path = "support/ec2_peer.rs"]
+mod ec2_peer;
+#[allow(dead_code)]
+#[path = "support/python.rs"]
+mod python;
 
 use std::io::{Read, Write};
 use std::net::TcpListener;
@@ -17,6 +22,7 @@ use std::path::Path;
 
 use assert_cmd::Command;
 use azure_peer::{AzurePeer, SUBSCRIPTION};
+use ec2_peer::Ec2Peer;
 use gpucap::plan::Plan;
 use serde_json::json;
 
@@ -61,17 +67,24 @@ fn retail_prices() -> String {
 /// A project whose one pool needs 32 H100s in eastus for two weeks: with the default 10 %
 /// buffer, five ND96isr.
 fn project(dir: &Path, quotas: &str) -> std::path::PathBuf {
+    project_in(dir, "eastus", quotas)
+}
+
+/// The same project in `region`.
+fn project_in(dir: &Path, region: &str, quotas: &str) -> std::path::PathBuf {
     std::fs::create_dir_all(dir.join("calendars")).unwrap();
     std::fs::write(
         dir.join("calendars/team.yaml"),
-        "campaigns:\n  - name: finetune\n    accelerator: H100\n    gpus: 32\n    start: 2027-01-11\n    end: 2027-01-25\n    interruptible: false\n    regions: [eastus]\n    team: research\n",
+        format!(
+            "campaigns:\n  - name: finetune\n    accelerator: H100\n    gpus: 32\n    start: 2027-01-11\n    end: 2027-01-25\n    interruptible: false\n    regions: [{region}]\n    team: research\n",
+        ),
     )
     .unwrap();
     let config = dir.join("gpucap.toml");
     std::fs::write(
         &config,
         format!(
-            "[planning]\nstart = 2027-01-04\nhorizon = \"4w\"\n\n[inputs]\ncalendars = [\"calendars/*\"]\n\n[pools.h100]\naccelerator = \"h100\"\nregions = [\"eastus\"]\n\n[budget]\ntotal = 10_000_000\n{quotas}"
+            "[planning]\nstart = 2027-01-04\nhorizon = \"4w\"\n\n[inputs]\ncalendars = [\"calendars/*\"]\n\n[pools.h100]\naccelerator = \"h100\"\nregions = [\"{region}\"]\n\n[budget]\ntotal = 10_000_000\n{quotas}"
         ),
     )
     .unwrap();
@@ -241,4 +254,65 @@ fn an_offline_plan_never_calls_the_cloud() {
     let q = check(&plan, &stderr);
     assert_eq!(q.source, "default", "{q:?}");
     assert_eq!(peer.record()["requests"], 0, "{}", peer.record());
+}
+
+/// AWS: the EC2 peer answers Service Quotas (and refuses the price calls, so AWS's prices come
+/// from the built-in snapshot: still a live run, which reads quotas).
+#[test]
+fn aws_quotas_are_read_from_service_quotas_with_the_default_where_none_is_applied() {
+    let peer = Ec2Peer::start(&json!({
+        "service_quotas": {"us-east-1": {"L-417A185B": 1536}},
+        "service_quota_defaults": {"L-7212CCBC": 0}
+    }));
+    let dir = tempfile::tempdir().unwrap();
+    let config = project_in(dir.path(), "us-east-1", "");
+    let cache = tempfile::tempdir().unwrap();
+    let out = Command::cargo_bin("gpucap")
+        .expect("the gpucap binary")
+        .env_remove("RUST_LOG")
+        .env("NO_COLOR", "1")
+        .env("GPUCAP_CACHE_DIR", cache.path())
+        .env("GPUCAP_AWS_ENDPOINT_URL", peer.url())
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_ACCESS_KEY_ID", "peer-access-key")
+        .env("AWS_SECRET_ACCESS_KEY", TOKEN)
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+        .env("AWS_CONFIG_FILE", dir.path().join("no-aws-config"))
+        .env(
+            "AWS_SHARED_CREDENTIALS_FILE",
+            dir.path().join("no-aws-credentials"),
+        )
+        .env("GPUCAP_RETRY_BASE_MS", "5")
+        .arg("--config")
+        .arg(&config)
+        .args(["plan", "--format", "json", "--time-limit", "30"])
+        .output()
+        .expect("run gpucap");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!stderr.contains(TOKEN), "the secret key leaked: {stderr}");
+    let plan: Plan = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("no plan on stdout ({e}); stderr:\n{stderr}"));
+    assert!(
+        stderr.contains("reading quotas: aws us-east-1 (L-417A185B, L-7212CCBC)"),
+        "{stderr}"
+    );
+    let find = |name: &str| {
+        plan.quotas
+            .iter()
+            .find(|q| q.quota == format!("aws/us-east-1/{name}"))
+            .unwrap_or_else(|| panic!("{name} is not checked: {:?}\n{stderr}", plan.quotas))
+    };
+    let on_demand = find("L-417A185B");
+    assert_eq!((on_demand.source.as_str(), on_demand.value), ("live", 1536));
+    assert!(most_used(&plan, on_demand) <= 1536);
+    // No applied value: AWS's default for P spot requests, 0 — so no spot runs.
+    let spot = find("L-7212CCBC");
+    assert_eq!((spot.source.as_str(), spot.value), ("live", 0));
+    assert_eq!(most_used(&plan, spot), 0);
+    let calls = peer.record()["service_quota_calls"].clone();
+    assert_eq!(
+        calls.as_array().map(Vec::len),
+        Some(3),
+        "one GetServiceQuota per quota and one GetAWSDefaultServiceQuota: {calls}"
+    );
 }
