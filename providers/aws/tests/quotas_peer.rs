@@ -7,7 +7,7 @@
 #[path = "../../../tests/support/ec2_peer.rs"]
 mod ec2_peer;
 // `ec2_peer` names the venv helper (for moto, which these tests do not start).
-#[allow(clippy::incompatible_msrv, dead_code)]
+#[allow(clippy::incompatible_msrv)]
 #[path = "../../../tests/support/python.rs"]
 mod python;
 
