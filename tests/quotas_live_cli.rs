@@ -15,6 +15,9 @@
 mod azure_peer;
 #[path = "support/ec2_peer.rs"]
 mod ec2_peer;
+#[cfg(feature = "gcp")]
+#[path = "support/gce_peer.rs"]
+mod gce_peer;
 #[allow(clippy::incompatible_msrv)]
 #[path = "support/python.rs"]
 mod python;
@@ -318,4 +321,50 @@ fn aws_quotas_are_read_from_service_quotas_with_the_default_where_none_is_applie
         Some(3),
         "one GetServiceQuota per quota and one GetAWSDefaultServiceQuota: {calls}"
     );
+}
+
+/// GCP (built with `--features gcp`): the Compute Engine peer answers `regions.get` (and
+/// refuses the Billing Catalog, so GCP's prices come from the built-in snapshot: still a live
+/// run, which reads quotas).
+#[cfg(feature = "gcp")]
+#[test]
+fn gcp_quotas_are_read_from_the_region_once() {
+    let peer = gce_peer::GcePeer::start(&json!({"region_quotas": {"us-central1": {
+        "CPUS": 2400, "NVIDIA_H100_GPUS": 48, "PREEMPTIBLE_NVIDIA_H100_GPUS": 0
+    }}}));
+    let dir = tempfile::tempdir().unwrap();
+    let config = project_in(dir.path(), "us-central1", "");
+    let cache = tempfile::tempdir().unwrap();
+    let mut cmd = Command::cargo_bin("gpucap").expect("the gpucap binary");
+    cmd.env_remove("RUST_LOG")
+        .env_remove("GOOGLE_APPLICATION_CREDENTIALS")
+        .env("NO_COLOR", "1")
+        .env("GPUCAP_CACHE_DIR", cache.path())
+        .env("GOOGLE_CLOUD_PROJECT", gce_peer::PROJECT)
+        .env("GPUCAP_GCP_API_KEY", TOKEN)
+        .env("GPUCAP_GCP_COMPUTE_ENDPOINT_URL", peer.url())
+        .env("GPUCAP_GCP_BILLING_ENDPOINT_URL", peer.url())
+        .env("GPUCAP_RETRY_BASE_MS", "5")
+        .arg("--config")
+        .arg(&config)
+        .args(["plan", "--format", "json", "--time-limit", "30"]);
+    let out = cmd.output().expect("run gpucap");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!stderr.contains(TOKEN), "the API key leaked: {stderr}");
+    let plan: Plan = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("no plan on stdout ({e}); stderr:\n{stderr}"));
+    assert!(
+        stderr.contains("reading quotas: gcp us-central1 (NVIDIA_H100_GPUS"),
+        "{stderr}"
+    );
+    let find = |name: &str| {
+        plan.quotas
+            .iter()
+            .find(|q| q.quota == format!("gcp/us-central1/{name}"))
+            .unwrap_or_else(|| panic!("{name} is not checked: {:?}\n{stderr}", plan.quotas))
+    };
+    let on_demand = find("NVIDIA_H100_GPUS");
+    assert_eq!((on_demand.source.as_str(), on_demand.value), ("live", 48));
+    assert!(most_used(&plan, on_demand) <= 48);
+    assert_eq!(peer.calls("regions.get"), 1, "{}", peer.record());
 }

@@ -46,9 +46,14 @@ pub fn read(wanted: &[QuotaId], progress: &dyn Fn(&str)) -> LiveQuotas {
     })
 }
 
+/// Why a reader could not be had or could not read: the error's class and words (the
+/// providers' errors name what is missing, never a secret).
+fn reason(e: ProviderError) -> String {
+    format!("{}: {}", e.kind, e.message)
+}
+
 /// The reader of `cloud`, once its credentials are known to resolve.
 async fn source(cloud: Cloud) -> Source {
-    let reason = |e: ProviderError| format!("{}: {}", e.kind, e.message);
     match cloud {
         #[cfg(feature = "aws")]
         Cloud::Aws => {
@@ -73,7 +78,8 @@ async fn source(cloud: Cloud) -> Source {
     }
 }
 
-/// Reads `wanted` with `sources` (one per cloud), region by region; the pure part of [`read`].
+/// Reads `wanted` with `sources` (one per cloud), region by region: [`read`] without the
+/// environment, so that tests can hand it fakes.
 pub async fn read_from(
     sources: BTreeMap<Cloud, Source>,
     wanted: &[QuotaId],
@@ -114,7 +120,7 @@ pub async fn read_from(
                     continue;
                 }
                 Ok(None) => format!("{cloud} does not list it"),
-                Err(e) => format!("{}: {}", e.kind, e.message),
+                Err(e) => reason(e),
             };
             let m = missed.entry(cloud).or_default();
             m.0.push(format!("{region}/{}", q.name));
