@@ -1,5 +1,6 @@
 //! `gpucap plan`: the main job. Reads the infra repo (config, calendars, forecasts), gathers
-//! prices and the capacity already owned, builds and solves the planning problem, turns the
+//! prices, the capacity already owned and (with live prices) the quotas `[quotas]` does not
+//! set ([`super::live_quotas`]), builds and solves the planning problem, turns the
 //! answer into a dated plan, passes it through the budget gates, and prints or writes it.
 //!
 //! Everything between reading the inputs and writing the outputs is the pure library
