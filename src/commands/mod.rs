@@ -7,6 +7,7 @@ pub mod common;
 pub mod demand;
 pub mod generate;
 pub mod init;
+pub mod live_quotas;
 pub mod output;
 pub mod plan;
 pub mod policy;

@@ -1,5 +1,6 @@
 //! `gpucap plan`: the main job. Reads the infra repo (config, calendars, forecasts), gathers
-//! prices and the capacity already owned, builds and solves the planning problem, turns the
+//! prices, the capacity already owned and (with live prices) the quotas `[quotas]` does not
+//! set ([`super::live_quotas`]), builds and solves the planning problem, turns the
 //! answer into a dated plan, passes it through the budget gates, and prints or writes it.
 //!
 //! Everything between reading the inputs and writing the outputs is the pure library
@@ -180,8 +181,8 @@ fn make_with(
     gathered.report(global.quiet);
     let offers = &gathered.offers;
 
-    let planned =
-        planner::build(&project.config, &demand, offers, &existing, now).map_err(|e| {
+    let build_problem = |book: &planner::QuotaBook| {
+        planner::build_with(&project.config, &demand, offers, &existing, now, book).map_err(|e| {
             let hint = e.hint();
             let planner::PlannerError::NoOffers { pool, .. } = &e;
             InputError::new(
@@ -189,7 +190,33 @@ fn make_with(
                 e.to_string(),
             )
             .with_hint(hint)
-        })?;
+        })
+    };
+    let mut book = planner::QuotaBook {
+        config: project.config.quotas.clone(),
+        live: Default::default(),
+    };
+    let mut planned = build_problem(&book)?;
+    // Quotas are read where prices are: never offline (nor from imported catalogs alone).
+    if !sources.offline && sources.imports.is_empty() {
+        let wanted: Vec<_> = planned
+            .quotas
+            .iter()
+            .filter(|q| q.origin == planner::QuotaOrigin::Default)
+            .map(|q| q.quota.clone())
+            .collect();
+        if !wanted.is_empty() {
+            let live = super::live_quotas::read(&wanted, &|line| progress.note(line));
+            for note in &live.notes {
+                progress.warn(note);
+            }
+            if !live.values.is_empty() {
+                book.live = live.values;
+                planned = build_problem(&book)?;
+            }
+            planned.assumptions.extend(live.notes);
+        }
+    }
     for w in &planned.warnings {
         progress.warn(w);
     }
@@ -314,7 +341,7 @@ fn make_with(
         .chain(&policies.inputs)
         .chain(&state_inputs)
         .cloned();
-    let fingerprint = fingerprint(local, &existing, &planned, offers)?;
+    let fingerprint = fingerprint(local, &existing, &planned, offers, &book)?;
     let out_of_time = solution.out_of_time;
     let mut plan = build(PlanInputs {
         problem: &validated,
@@ -596,6 +623,7 @@ fn fingerprint(
     existing: &[ExistingCapacity],
     planned: &Planned,
     offers: &[Offer],
+    book: &planner::QuotaBook,
 ) -> anyhow::Result<crate::plan::Fingerprint> {
     let mut f = FingerprintBuilder::default();
     f.extend(local);
@@ -613,6 +641,11 @@ fn fingerprint(
         "offers",
         &serde_json::to_vec(&planned.problem.offers)?,
     );
+    // Quotas read from the clouds are inputs too (the config's are in its digest).
+    if !book.live.is_empty() {
+        let live: Vec<String> = book.live.iter().map(|(q, v)| format!("{q}={v}")).collect();
+        f.add("quotas", "live", live.join("\n").as_bytes());
+    }
     f.add("tool", "gpucap", env!("CARGO_PKG_VERSION").as_bytes());
     Ok(f.finish())
 }

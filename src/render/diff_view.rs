@@ -494,6 +494,7 @@ fn input(i: &InputChange) -> Phrase {
         ("state", name) => p.text("state file ").name(name).text(what),
         ("quotes", _) => p.text(format!("price quotes{what}")),
         ("problem", _) => p.text(format!("offers priced for the problem{what}")),
+        ("quotas", _) => p.text(format!("quotas read from the clouds{what}")),
         ("tool", _) => p.text(format!("gpucap version{what}")),
         (kind, name) => p.text(format!("{kind} ")).name(name).text(what),
     }

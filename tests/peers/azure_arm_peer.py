@@ -52,6 +52,11 @@ Served (SUB = /subscriptions/{s}/resourceGroups/{rg}/providers/Microsoft.Compute
   GET    /subscriptions/{s}/providers/Microsoft.Compute/locations/{l}/operationResults/{id}
          202 while running, then 200 (PUT/PATCH: the resource) or 204 (DELETE); a failed
          operation answers with its error envelope
+  GET    /subscriptions/{s}/providers/Microsoft.Compute/locations/{l}/usages
+         Compute's vCPU quotas in the location ({"value": [{"unit": "Count", "currentValue",
+         "limit", "name": {"value", "localizedValue"}}], "nextLink"?}, `page_size` a page),
+         as set by `usages`; a location not set answers 404 ResourceNotFound
+         (https://learn.microsoft.com/en-us/rest/api/compute/usage/list, read 2026-11-25)
   POST   /{tenant}/oauth2/v2.0/token   Entra ID client-credentials / federated token grant
          (form: grant_type, client_id, client_secret | client_assertion, scope)
 
@@ -71,7 +76,8 @@ Control API (JSON, not part of ARM):
                        view), "scale_set_created": {name: n}, "scale_set_puts": {name: n},
                        "scale_set_patches": {name: n}, "vms_created": n}
   POST /_peer/config   {"lro_polls": 2, "retry_after": 0, "resource_groups": null | [names],
-                        "vm_polls": 1, "page_size": 50}
+                        "vm_polls": 1, "page_size": 50,
+                        "usages": {LOCATION: {QUOTA NAME: LIMIT}}}
                        (with a list, ARM calls in any other resource group answer 404
                        ResourceGroupNotFound)
   POST /_peer/faults   {"seed": 7, "rules": [RULE, ...]} replaces the rules
@@ -88,7 +94,7 @@ Control API (JSON, not part of ARM):
 A RULE is {"fault": KIND, ...}. OP names are `PUT group`, `GET group`, `LIST groups`,
 `PUT reservation`, `GET reservation`, `LIST reservations`, `PATCH reservation`,
 `DELETE reservation`, `PUT scaleset`, `GET scaleset`, `LIST scalesets`, `PATCH scaleset`,
-`LIST vms`, `GET operation`, `GET operationResult`, `token`. Transport faults match
+`LIST vms`, `LIST usages`, `GET operation`, `GET operationResult`, `token`. Transport faults match
 on "op" (a name, a list, or "*"/absent for any), optional "calls" (1-based indices of that
 op's calls), "probability" (0..1, seeded) and "times":
   "throttle"       429 TooManyRequests with `Retry-After: <"retry_after", default 1>`
@@ -152,6 +158,10 @@ VMS_RE = re.compile(
     re.IGNORECASE,
 )
 SCALE_SET_OPS = {"PUT scaleset", "GET scaleset", "LIST scalesets", "PATCH scaleset", "LIST vms"}
+USAGES_RE = re.compile(
+    r"^/subscriptions/(?P<sub>[^/]+)/providers/Microsoft\.Compute/locations/(?P<loc>[^/]+)/usages$",
+    re.IGNORECASE,
+)
 TOKEN_RE = re.compile(r"^/(?P<tenant>[^/]+)/oauth2/v2\.0/token$")
 
 
@@ -176,6 +186,7 @@ class Peer:
         self.resource_groups = None  # None: every resource group exists
         self.vm_polls = 1
         self.page_size = 50
+        self.usages = {}  # location -> quota name -> limit
         self.reset_locked()
 
     def reset_locked(self):
@@ -212,6 +223,10 @@ class Peer:
             self.retry_after = int(cfg.get("retry_after", self.retry_after))
             self.vm_polls = int(cfg.get("vm_polls", self.vm_polls))
             self.page_size = max(1, int(cfg.get("page_size", self.page_size)))
+            if "usages" in cfg:
+                self.usages = {
+                    loc.lower(): {n: int(v) for n, v in q.items()} for loc, q in cfg["usages"].items()
+                }
             if "resource_groups" in cfg:
                 rgs = cfg["resource_groups"]
                 self.resource_groups = None if rgs is None else [g.lower() for g in rgs]
@@ -676,6 +691,9 @@ class Handler(BaseHTTPRequestHandler):
         if m and self.command == "GET":
             kind = "GET operation" if m.group("kind").lower() == "operations" else "GET operationResult"
             return kind, m, query
+        m = USAGES_RE.match(path)
+        if m:
+            return ("LIST usages" if self.command == "GET" else "BAD"), m, query
         m = VMSS_RE.match(path)
         if m:
             if m.group("name"):
@@ -745,6 +763,8 @@ class Handler(BaseHTTPRequestHandler):
         with p.lock:
             if op in ("GET operation", "GET operationResult"):
                 return self.operation(op, m)
+            if op == "LIST usages":
+                return self.usages(m, query)
             sub, rg = m.group("sub"), m.group("rg")
             if p.resource_groups is not None and rg.lower() not in p.resource_groups:
                 raise ArmError(404, "ResourceGroupNotFound", "Resource group '%s' could not be found." % rg)
@@ -1041,6 +1061,27 @@ class Handler(BaseHTTPRequestHandler):
         }, {}
 
     # ---- output --------------------------------------------------------------------------
+
+    def usages(self, m, query):
+        """Usage - List: the quotas set for the location, a page at a time."""
+        p = self.peer
+        loc = m.group("loc")
+        quotas = p.usages.get(loc.lower())
+        if quotas is None:
+            raise ArmError(404, "ResourceNotFound", "No usages are known for location '%s'." % loc)
+        items = [
+            {"unit": "Count", "currentValue": 0, "limit": v, "name": {"value": n, "localizedValue": n}}
+            for n, v in sorted(quotas.items())
+        ]
+        start = int(query.get("$skiptoken", "0") or 0)
+        doc = {"value": items[start:start + p.page_size]}
+        if start + p.page_size < len(items):
+            q = dict(query)
+            q["$skiptoken"] = str(start + p.page_size)
+            doc["nextLink"] = "http://%s%s?%s" % (self.headers.get("Host") or "127.0.0.1",
+                                                   urllib.parse.urlsplit(self.path).path,
+                                                   urllib.parse.urlencode(q))
+        return 200, doc, {}
 
     def send_json(self, status, doc, headers=None):
         data = b"" if doc is None else json.dumps(doc, indent=1, sort_keys=True).encode()

@@ -24,6 +24,24 @@ Served locally (everything else is forwarded, see below):
 `DryRun=true` on a mutating call answers 412 DryRunOperation and changes nothing.
 Auth headers (SigV4) are ignored.
 
+Service Quotas (AWS JSON 1.1: POST /, `X-Amz-Target: ServiceQuotasV20190624.<Op>`,
+`Content-Type: application/x-amz-json-1.1`; API version 2019-06-24,
+https://docs.aws.amazon.com/servicequotas/2019-06-24/apireference/API_GetServiceQuota.html,
+read 2026-11-25), because moto 5.2.5 knows only `vpc` quotas and answers every `ec2` code
+with NoSuchResourceException, with no way to set one:
+  GetServiceQuota            {"ServiceCode", "QuotaCode"} -> {"Quota": {"ServiceCode",
+                             "ServiceName", "QuotaArn", "QuotaCode", "QuotaName", "Value",
+                             "Unit", "Adjustable", "GlobalQuota"}}: the applied value set by
+                             `service_quotas` for the region the request is signed for (the
+                             SigV4 credential scope); otherwise 400 NoSuchResourceException
+  GetAWSDefaultServiceQuota  the same shape, from `service_quota_defaults` (any region);
+                             otherwise 400 NoSuchResourceException
+Errors are the JSON 1.1 envelope {"__type": CODE, "message": ...} with `x-amzn-ErrorType`.
+Transport fault rules match these by operation name (`"action": "GetServiceQuota"`):
+"throttle" answers 400 TooManyRequestsException, "status" answers its status and "code"
+(e.g. 400 AccessDeniedException). Each call is recorded in `service_quota_calls`
+([{"op", "region", "code"}]).
+
 Any other Action (launch templates, Auto Scaling, ...) is forwarded unchanged, headers and
 body, to `--upstream URL` (moto's server), so one endpoint serves both; without an upstream
 it is refused with 400 and an EC2 error envelope.
@@ -35,7 +53,9 @@ Control API (JSON, not part of EC2):
                        "intents": {intent: {"requests", "purchases", "reservations"}}}
   POST /_peer/config   {"offerings": [{"id", "instance_type", "zone", "instance_count",
                        "start", "end", "duration_hours", "upfront_fee", "currency",
-                       "stock"}], "payment_pending_seconds": 0, "account_id": "..."}
+                       "stock"}], "payment_pending_seconds": 0, "account_id": "...",
+                       "service_quotas": {REGION: {CODE: VALUE}},
+                       "service_quota_defaults": {CODE: VALUE}}
                        (also `--config FILE` at start); replaces the offerings
   POST /_peer/faults   {"seed": 7, "rules": [RULE, ...]} replaces every fault rule and
                        reseeds the random source (so probabilistic runs repeat)
@@ -101,6 +121,15 @@ LOCAL_ACTIONS = {
     "CancelCapacityReservation",
 }
 MUTATING = LOCAL_ACTIONS - {"DescribeCapacityBlockOfferings", "DescribeCapacityReservations"}
+SERVICE_QUOTAS_PREFIX = "ServiceQuotasV20190624."
+# The titles AWS gives the EC2 instance quotas gpucap reads (Service Quotas console, and
+# https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-resource-limits.html).
+QUOTA_NAMES = {
+    "L-417A185B": "Running On-Demand P instances",
+    "L-7212CCBC": "All P Spot Instance Requests",
+    "L-DB2E81BA": "Running On-Demand G and VT instances",
+    "L-3819A6DF": "All G and VT Spot Instance Requests",
+}
 TRANSPORT_FAULTS = {"throttle", "status", "reset", "latency", "drop_response"}
 STATE_FAULTS = {"ice", "expire_offering", "describe_delay"}
 INTENT_TAG = "gpucap:intent"
@@ -154,6 +183,8 @@ class Peer:
         self.offerings = []
         self.payment_pending_seconds = 0.0
         self.account_id = "123456789012"
+        self.service_quotas = {}  # region -> code -> value
+        self.service_quota_defaults = {}  # code -> value
 
     def reset_locked(self):
         self.reservations = {}  # id -> dict
@@ -171,6 +202,7 @@ class Peer:
             "fault_counts": {},
             "purchases": [],
             "intents": {},
+            "service_quota_calls": [],
         }
 
     def new_id(self, prefix):
@@ -182,6 +214,15 @@ class Peer:
 
     def configure(self, cfg):
         with self.lock:
+            if "service_quotas" in cfg:
+                self.service_quotas = {
+                    r: {c: float(v) for c, v in codes.items()}
+                    for r, codes in cfg["service_quotas"].items()
+                }
+            if "service_quota_defaults" in cfg:
+                self.service_quota_defaults = {
+                    c: float(v) for c, v in cfg["service_quota_defaults"].items()
+                }
             if "offerings" in cfg:
                 self.offerings = []
                 for o in cfg["offerings"]:
@@ -826,7 +867,95 @@ class Handler(BaseHTTPRequestHandler):
         body = self.rfile.read(length) if length else b""
         if self.path.startswith("/_peer/"):
             return self.control(body)
+        target = self.headers.get("X-Amz-Target") or ""
+        if target.startswith(SERVICE_QUOTAS_PREFIX):
+            return self.service_quotas(target[len(SERVICE_QUOTAS_PREFIX):], body)
         self.dispatch(body)
+
+    def signed_region(self):
+        """The region of the SigV4 credential scope (`Credential=AKID/DATE/REGION/SVC/...`)."""
+        auth = self.headers.get("Authorization") or ""
+        for part in auth.replace(",", " ").split():
+            if part.startswith("Credential="):
+                scope = part[len("Credential="):].split("/")
+                if len(scope) >= 3:
+                    return scope[2]
+        return ""
+
+    def service_quotas(self, op, body):
+        request_id = str(uuid.uuid4())
+        region = self.signed_region()
+        try:
+            doc = json.loads(body or b"{}")
+        except ValueError:
+            doc = {}
+        code = doc.get("QuotaCode", "")
+        with self.peer.lock:
+            rec = self.peer.record
+            rec["requests"] += 1
+            call = rec["actions"].get(op, 0) + 1
+            rec["actions"][op] = call
+            rec["service_quota_calls"].append({"op": op, "region": region, "code": code})
+        latency, fault = self.peer.transport_faults(op, call)
+        if latency:
+            time.sleep(latency)
+        kind = fault["fault"] if fault else None
+        if kind in ("reset", "drop_response"):
+            return self.reset()
+        if kind == "throttle":
+            return self.json_error(400, "TooManyRequestsException", "Rate exceeded", request_id)
+        if kind == "status":
+            status = int(fault.get("status", 503))
+            return self.json_error(
+                status,
+                fault.get("code") or "ServiceException",
+                fault.get("message", "injected by the peer"),
+                request_id,
+            )
+        if op not in ("GetServiceQuota", "GetAWSDefaultServiceQuota"):
+            return self.json_error(400, "UnknownOperationException", "not served by the peer: " + op, request_id)
+        service = doc.get("ServiceCode", "")
+        with self.peer.lock:
+            if op == "GetServiceQuota":
+                value = self.peer.service_quotas.get(region, {}).get(code)
+            else:
+                value = self.peer.service_quota_defaults.get(code)
+            account = self.peer.account_id
+        if service != "ec2" or value is None:
+            return self.json_error(
+                400,
+                "NoSuchResourceException",
+                "The request failed because the specified service quota does not exist.",
+                request_id,
+            )
+        quota = {
+            "ServiceCode": "ec2",
+            "ServiceName": "Amazon Elastic Compute Cloud (Amazon EC2)",
+            "QuotaArn": "arn:aws:servicequotas:%s:%s:ec2/%s" % (region, account, code),
+            "QuotaCode": code,
+            "QuotaName": QUOTA_NAMES.get(code, code),
+            "Value": value,
+            "Unit": "None",
+            "Adjustable": True,
+            "GlobalQuota": False,
+        }
+        data = json.dumps({"Quota": quota}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-amz-json-1.1")
+        self.send_header("x-amzn-RequestId", request_id)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def json_error(self, status, code, message, request_id):
+        data = json.dumps({"__type": code, "message": message}).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/x-amz-json-1.1")
+        self.send_header("x-amzn-RequestId", request_id)
+        self.send_header("x-amzn-ErrorType", code)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
 
     def control(self, body):
         try:

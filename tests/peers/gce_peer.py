@@ -95,6 +95,14 @@ https://cloud.google.com/compute/docs/reference/rest/v1/regionCommitments; read 
                                                     delete (the API has none).
   GET    P/regions/{r}/commitments/{c}                commitments.get / 404
   GET    P/regions/{r}/commitments                    commitments.list {"items"?: [...]}
+  GET    P/regions/{r}                                regions.get: {"kind": "compute#region",
+                                                    "name", "status": "UP", "selfLink", "zones",
+                                                    "quotas": [{"metric", "limit", "usage"}]}, the
+                                                    quotas set by `region_quotas` (a region not set
+                                                    answers 404 notFound)
+                                                    (https://cloud.google.com/compute/docs/reference/rest/v1/regions/get,
+                                                    read 2026-11-25; `limit` and `usage` are
+                                                    numbers, as the API sends them)
   GET    P/aggregated/machineTypes                    machineTypes.aggregatedList: the items of
                                                     providers/gcp/tests/fixtures/
                                                     machine-types-aggregated-page1.json
@@ -118,6 +126,7 @@ Control API (JSON, not part of Compute Engine):
                        {name: n}, "resize_requests": [...] (as GET shows them)
   POST /_peer/config   {"op_steps": 2, "dedupe_seconds": 3600, "instance_steps": 2, "now": RFC3339
                        (the peer's clock for the cancel rules; the real time when absent),
+                       "region_quotas": {REGION: {METRIC: LIMIT}} (what regions.get lists),
                        "flex_steps": 0 (looks in the region after which a queued resize request
                        is fulfilled; 0: only when told)}
   POST /_peer/resize_request {"region", "group", "name"?, "state": "SUCCEEDED" | "FAILED", "code"?}:
@@ -140,7 +149,8 @@ A RULE is {"fault": KIND, ...}. OP names: `insert`, `get`, `list`, `aggregatedLi
 name, a list, or "*"/absent), optional "calls" (1-based indices of that op's calls),
 "probability" (seeded) and "times":
   "throttle"       403 rateLimitExceeded (usageLimits); "status": 429 for the 429 form
-  "status"         "status": 500|503|..., a Compute error envelope
+  "status"         "status": 500|503|..., a Compute error envelope (reason "backendError",
+                   or the rule's "reason" and "message", e.g. 403 "forbidden")
   "reset"          TCP reset before acting: nothing happened
   "latency"        sleeps "seconds" first
   "drop_response"  carries the call out, then resets the connection without an answer
@@ -210,6 +220,7 @@ ROUTES = [
     ("GET", re.compile(r"^/compute/v1/projects/(?P<p>[^/]+)/regions/(?P<rg>[^/]+)/commitments$"), "commitments.list"),
     ("GET", re.compile(r"^/compute/v1/projects/(?P<p>[^/]+)/regions/(?P<rg>[^/]+)/commitments/(?P<c>[^/]+)$"), "commitments.get"),
     ("GET", re.compile(r"^/compute/v1/projects/(?P<p>[^/]+)/aggregated/machineTypes$"), "machineTypes.aggregatedList"),
+    ("GET", re.compile(r"^/compute/v1/projects/(?P<p>[^/]+)/regions/(?P<rg>[^/]+)$"), "regions.get"),
     ("POST", re.compile(r"^/compute/v1/projects/(?P<p>[^/]+)/regions/(?P<rg>[^/]+)/instanceGroupManagers/(?P<g>[^/]+)/resizeRequests$"), "resizeRequests.insert"),
     ("GET", re.compile(r"^/compute/v1/projects/(?P<p>[^/]+)/regions/(?P<rg>[^/]+)/instanceGroupManagers/(?P<g>[^/]+)/resizeRequests$"), "resizeRequests.list"),
     ("GET", re.compile(r"^/compute/v1/projects/(?P<p>[^/]+)/regions/(?P<rg>[^/]+)/instanceGroupManagers/(?P<g>[^/]+)/resizeRequests/(?P<rr>[^/]+)$"), "resizeRequests.get"),
@@ -258,6 +269,7 @@ class Peer:
     def __init__(self):
         self.lock = threading.Lock()
         self.op_steps = 2
+        self.region_quotas = {}  # region -> metric -> limit
         self.instance_steps = 2
         self.dedupe_seconds = 3600
         self.flex_steps = 0
@@ -295,6 +307,27 @@ class Peer:
             self.flex_steps = max(0, int(cfg.get("flex_steps", self.flex_steps)))
             if "now" in cfg:
                 self.now = parse_time(cfg["now"]) if cfg["now"] else None
+            if "region_quotas" in cfg:
+                self.region_quotas = {
+                    r: {m: float(v) for m, v in q.items()} for r, q in cfg["region_quotas"].items()
+                }
+
+    def region(self, project, region):
+        """regions.get: the region with the quotas set for it."""
+        with self.lock:
+            quotas = self.region_quotas.get(region)
+        if quotas is None:
+            raise GceError(404, "notFound", "The resource 'projects/%s/regions/%s' was not found" % (project, region))
+        return 200, {
+            "kind": "compute#region",
+            "id": str(1000 + sum(map(ord, region))),
+            "name": region,
+            "description": region,
+            "status": "UP",
+            "selfLink": "%s/projects/%s/regions/%s" % (BASE, project, region),
+            "zones": ["%s/projects/%s/zones/%s-a" % (BASE, project, region)],
+            "quotas": [{"metric": m, "limit": v, "usage": 0.0} for m, v in sorted(quotas.items())],
+        }
 
     def set_faults(self, cfg):
         with self.lock:
@@ -1377,7 +1410,8 @@ class Handler(BaseHTTPRequestHandler):
             return self.send_json(e.status, e.envelope())
         if kind == "status":
             status = int(fault.get("status", 503))
-            e = GceError(status, "backendError", "Internal error. Please try again or contact Google Support.")
+            e = GceError(status, fault.get("reason", "backendError"),
+                         fault.get("message", "Internal error. Please try again or contact Google Support."))
             return self.send_json(status, e.envelope())
         try:
             status, doc = self.handle_op(op, g, query, body)
@@ -1451,6 +1485,8 @@ class Handler(BaseHTTPRequestHandler):
             return self.peer.commitment_list(p, g["rg"])
         if op == "machineTypes.aggregatedList":
             return self.peer.machine_types(p)
+        if op == "regions.get":
+            return self.peer.region(p, g["rg"])
         if op in ("regionOperations.get", "regionOperations.wait"):
             return self.peer.region_operation(p, g["rg"], g["op"])
         return self.peer.operation(p, g["z"], g["op"])

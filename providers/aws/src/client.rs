@@ -22,6 +22,11 @@ use crate::placement::{self, SpotPlacementScore};
 use crate::retry;
 use crate::spot::SpotPricePoint;
 
+/// Service Quotas' name for EC2.
+const EC2_SERVICE_CODE: &str = "ec2";
+/// Service Quotas' error for a quota (or an applied value) that does not exist.
+const NO_SUCH_RESOURCE: &str = "NoSuchResourceException";
+
 /// Largest page each API allows (fewer round trips, fewer chances to be throttled).
 const EC2_PAGE: i32 = 1000;
 const PRICING_PAGE: i32 = 100;
@@ -73,6 +78,65 @@ impl AwsClients {
             b = b.endpoint_url(url);
         }
         aws_sdk_pricing::Client::from_conf(b.build())
+    }
+
+    /// Service Quotas in `region`, at the same endpoint override as EC2 (a local peer answers
+    /// both).
+    fn service_quotas(&self, region: &str) -> aws_sdk_servicequotas::Client {
+        let mut b = aws_sdk_servicequotas::config::Builder::from(&self.sdk)
+            .region(Region::new(region.to_string()));
+        if let Some(url) = &self.config.endpoint_url {
+            b = b.endpoint_url(url);
+        }
+        aws_sdk_servicequotas::Client::from_conf(b.build())
+    }
+
+    /// The value of EC2 quota `code` in `region` (in the quota's unit, vCPUs for the instance
+    /// quotas): the applied value (`GetServiceQuota`), else — AWS answers
+    /// `NoSuchResourceException` where it has no applied value for the account — the AWS
+    /// default (`GetAWSDefaultServiceQuota`); `None` when neither exists.
+    pub async fn ec2_quota(&self, region: &str, code: &str) -> Result<Option<f64>, AwsError> {
+        let client = self.service_quotas(region);
+        let applied = {
+            const OP: &str = "GetServiceQuota";
+            let req = client
+                .get_service_quota()
+                .service_code(EC2_SERVICE_CODE)
+                .quota_code(code);
+            self.send(OP, || req.clone().send())
+                .await
+                .map(|r| r.quota().cloned())
+        };
+        let quota = match applied {
+            Err(AwsError::Api { code: c, .. }) if c == NO_SUCH_RESOURCE => {
+                const OP: &str = "GetAWSDefaultServiceQuota";
+                let req = client
+                    .get_aws_default_service_quota()
+                    .service_code(EC2_SERVICE_CODE)
+                    .quota_code(code);
+                match self.send(OP, || req.clone().send()).await {
+                    Ok(r) => r.quota().cloned(),
+                    Err(AwsError::Api { code: c, .. }) if c == NO_SUCH_RESOURCE => None,
+                    Err(e) => return Err(e),
+                }
+            }
+            other => other?,
+        };
+        let Some(quota) = quota else {
+            return Ok(None);
+        };
+        if let (None, Some(reason)) = (quota.value(), quota.error_reason()) {
+            // The quota exists but Service Quotas could not read it from EC2.
+            return Err(AwsError::Api {
+                operation: "GetServiceQuota",
+                code: reason
+                    .error_code()
+                    .map(|c| c.as_str().to_string())
+                    .unwrap_or_else(|| "ErrorReason".into()),
+                message: reason.error_message().unwrap_or_default().to_string(),
+            });
+        }
+        Ok(quota.value())
     }
 
     /// Every instance type in the region with GPUs or Neuron devices (or the configured ones),

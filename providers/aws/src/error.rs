@@ -76,7 +76,7 @@ impl AwsError {
                 if code.starts_with("Unauthorized") || code == "AccessDeniedException" =>
             {
                 Some(
-                    "the credentials lack a permission; gpucap needs ec2:Describe*, ec2:GetSpotPlacementScores and pricing:GetProducts",
+                    "the credentials lack a permission; gpucap needs ec2:Describe*, ec2:GetSpotPlacementScores and pricing:GetProducts (and for quotas servicequotas:GetServiceQuota and servicequotas:GetAWSDefaultServiceQuota)",
                 )
             }
             _ => None,

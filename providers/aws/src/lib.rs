@@ -8,6 +8,7 @@
 //! partial failure.
 //!
 //! The act half, [`act`], buys, reserves, scales and releases capacity ([`AwsCapacity`]);
+//! [`quotas`] reads the account's EC2 instance quotas from Service Quotas ([`AwsQuotas`]);
 //! [`objects`] keeps `gpucap apply`'s shared state in S3 ([`S3Objects`]).
 
 pub mod act;
@@ -24,6 +25,7 @@ pub mod objects;
 pub mod placement;
 pub mod price_list;
 pub mod provider;
+pub mod quotas;
 pub mod retry;
 pub mod spot;
 
@@ -36,4 +38,5 @@ pub use fetch::{AwsPrices, Failure, fetch, fetch_with};
 pub use objects::{S3Config, S3Objects};
 pub use placement::SpotPlacementScore;
 pub use provider::{AwsProvider, provider};
+pub use quotas::AwsQuotas;
 pub use retry::RetryPolicy;

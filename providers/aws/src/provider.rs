@@ -133,7 +133,11 @@ pub fn to_provider_error(e: AwsError, region: Option<&str>) -> ProviderError {
             {
                 ErrorKind::Auth
             }
-            c if c.contains("NotFound") => ErrorKind::NotFound,
+            c if c.contains("NotFound") || c == "NoSuchResourceException" => ErrorKind::NotFound,
+            // Service Quotas' `ErrorReason` codes, for a quota it could not read from EC2.
+            "DEPENDENCY_ACCESS_DENIED_ERROR" => ErrorKind::Auth,
+            "DEPENDENCY_THROTTLING_ERROR" => ErrorKind::Throttled,
+            "DEPENDENCY_SERVICE_ERROR" | "ServiceException" => ErrorKind::Unavailable,
             "InternalError" | "InternalErrorException" | "ServiceUnavailable" | "Unavailable" => {
                 ErrorKind::Unavailable
             }

@@ -7,13 +7,16 @@
 //! pagination, throttling).
 //!
 //! [`act`] is the other half: capacity reservations through Azure Resource Manager, for
-//! `gpucap apply` and `gpucap release`.
+//! `gpucap apply` and `gpucap release`; [`quotas`] reads the subscription's vCPU quotas through
+//! the same ARM client ([`AzureQuotas`]).
 
 pub mod act;
 pub mod client;
+pub mod quotas;
 pub mod retail;
 
 pub use client::AzureProvider;
+pub use quotas::AzureQuotas;
 
 /// The provider as the `gpucap` binary uses it, configured from the environment:
 /// `GPUCAP_AZURE_PRICES_URL` replaces the Retail Prices endpoint (for mirrors and tests).

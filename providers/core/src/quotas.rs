@@ -1,6 +1,8 @@
 //! Cloud quotas on GPU capacity: which quota an instance draws on and how much of it one
 //! instance uses, the conservative figure gpucap assumes when it cannot read a quota, and the
-//! narrow [`QuotaSource`] interface live readers implement (with [`FakeQuotas`] for tests).
+//! narrow [`QuotaSource`] interface live readers implement (with [`FakeQuotas`] for tests):
+//! `gpucap_aws::AwsQuotas`, `gpucap_gcp::GcpQuotas` and `gpucap_azure::AzureQuotas`, which
+//! `gpucap plan` uses when it reads prices live.
 //!
 //! - **AWS**: per account and region, in vCPUs, per instance family: "Running On-Demand P
 //!   instances" (`L-417A185B`) and "All P Spot Instance Requests" (`L-7212CCBC`); G and VT:

@@ -36,7 +36,7 @@ pub struct GcpClients {
 /// half-reachable one must not hang a pricing run.
 const ADC_TIMEOUT: Duration = Duration::from_secs(10);
 
-async fn credentials(source: &CredentialsSource) -> Result<Credentials, GcpError> {
+pub(crate) async fn credentials(source: &CredentialsSource) -> Result<Credentials, GcpError> {
     match source {
         CredentialsSource::Adc => {
             let missing = |detail: String| GcpError::MissingCredentials { detail };

@@ -99,7 +99,7 @@ impl GcpError {
             }
             return GcpError::Api {
                 operation,
-                code: code.name().to_string(),
+                code: code_name(code, http).to_string(),
                 message: status.message.clone(),
             };
         }
@@ -130,5 +130,21 @@ impl GcpError {
                 detail: err.to_string(),
             },
         }
+    }
+}
+
+/// The status code's name; Compute's REST errors (`{"error": {"code": 403, "errors":
+/// [{"reason": "forbidden"}]}}`) carry no `status`, so the client reports `UNKNOWN` and the
+/// HTTP status says what it was.
+fn code_name(code: Code, http: Option<u16>) -> &'static str {
+    if code != Code::Unknown {
+        return code.name();
+    }
+    match http {
+        Some(401) => "UNAUTHENTICATED",
+        Some(403) => "PERMISSION_DENIED",
+        Some(404) => "NOT_FOUND",
+        Some(500..=599) => "UNAVAILABLE",
+        _ => code.name(),
     }
 }

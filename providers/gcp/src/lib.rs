@@ -5,6 +5,7 @@
 //!
 //! Pure reading lives in `sku`, `names`, `machines` and `normalise`; `client` is the only module
 //! that talks to Google, and `fetch` runs a whole pricing pass that survives partial failure.
+//! [`quotas`] reads the project's regional GPU quotas ([`GcpQuotas`]).
 
 pub mod act;
 pub mod anomaly;
@@ -16,6 +17,7 @@ pub mod machines;
 pub mod names;
 pub mod normalise;
 pub mod provider;
+pub mod quotas;
 pub mod retry;
 pub mod sku;
 
@@ -25,4 +27,5 @@ pub use config::{CredentialsSource, GcpConfig};
 pub use error::GcpError;
 pub use fetch::{Failure, GcpPrices, fetch, fetch_with};
 pub use provider::{GcpProvider, provider};
+pub use quotas::GcpQuotas;
 pub use retry::RetryPolicy;

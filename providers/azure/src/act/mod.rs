@@ -150,14 +150,8 @@ impl AzureCapacityConfig {
                 "{RESOURCE_GROUP_ENV} is not set: gpucap needs the resource group its capacity reservation groups live in"
             )));
         };
-        let credential = Credential::from_env()?;
-        let mut config = AzureCapacityConfig::new(subscription, group, credential);
-        if let Some(authority) = var("AZURE_AUTHORITY_HOST") {
-            config.authority = authority.trim_end_matches('/').to_string();
-        }
-        if let Some(url) = var(ENDPOINT_ENV) {
-            config = config.with_endpoint(url);
-        }
+        let mut config = Self::subscription_from_env(&subscription)?;
+        config.resource_group = group;
         if let Some(user) = var(ADMIN_USERNAME_ENV) {
             config.admin_username = user.trim().to_string();
         }
@@ -170,6 +164,32 @@ impl AzureCapacityConfig {
                     .map(|k| k.trim().to_string())
                     .map_err(|e| setup(format!("{SSH_PUBLIC_KEY_ENV}: cannot read {key}: {e}")))?
             });
+        }
+        Ok(config)
+    }
+
+    /// For reads of the whole subscription (quotas), which name no resource group:
+    /// `AZURE_SUBSCRIPTION_ID`, the credential, `GPUCAP_AZURE_ENDPOINT_URL` and
+    /// `AZURE_AUTHORITY_HOST`; the resource group is left empty.
+    pub fn reads_from_env() -> ActResult<Self> {
+        match std::env::var(SUBSCRIPTION_ENV) {
+            Ok(s) if !s.trim().is_empty() => Self::subscription_from_env(&s),
+            _ => Err(setup(format!(
+                "{SUBSCRIPTION_ENV} is not set: gpucap needs the subscription to read"
+            ))),
+        }
+    }
+
+    /// The subscription's settings from the environment, without a resource group.
+    fn subscription_from_env(subscription: &str) -> ActResult<Self> {
+        let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
+        let credential = Credential::from_env()?;
+        let mut config = AzureCapacityConfig::new(subscription, String::new(), credential);
+        if let Some(authority) = var("AZURE_AUTHORITY_HOST") {
+            config.authority = authority.trim_end_matches('/').to_string();
+        }
+        if let Some(url) = var(ENDPOINT_ENV) {
+            config = config.with_endpoint(url);
         }
         // Test hook: a shorter pause between polls (the local peer answers at once).
         if let Some(ms) = var(POLL_MS_ENV).and_then(|v| v.parse::<u64>().ok()) {

@@ -60,7 +60,7 @@ impl AzureCapacity {
     }
 
     /// Every page of a list call's `value` (each page read patiently: reads change nothing).
-    pub(super) async fn list(&self, api: &str, url: String) -> ActResult<Vec<Value>> {
+    pub(crate) async fn list(&self, api: &str, url: String) -> ActResult<Vec<Value>> {
         let mut out = Vec::new();
         let mut next = Some(url);
         while let Some(url) = next.take() {
