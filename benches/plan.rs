@@ -8,7 +8,15 @@
 //! cargo bench --bench plan                          # 1,000, 2,000 and 10,000 campaigns
 //! cargo bench --bench plan -- --campaigns 10000     # one size
 //! cargo bench --bench plan -- --max-problem-size N  # passed to `gpucap plan`
+//! cargo bench --bench plan -- --layout apart        # only pools that share nothing
+//! cargo bench --bench plan -- --keep DIR            # keep each project in DIR/<layout>-<n>
 //! ```
+//!
+//! Each size runs twice: with the quickstart's pools (`shared`: the two H100 pools draw on
+//! the same spot offerings and AWS's cap across capacity blocks, which join them in one
+//! program) and with the H100 pools in separate regions (`apart`: no limit is shared, every
+//! pool is solved alone, as every pool was before shared limits existed). The table's
+//! `shared limits` column counts the limits the problem carries across pools.
 
 #[path = "support/campaigns.rs"]
 mod campaigns;
@@ -47,6 +55,8 @@ fn main() {
     // Pools joined by shared limits may not be proven optimal in minutes: each plan stops at
     // this limit with its gap (status `feasible`), as a user's run would.
     let mut time_limit = "60".to_string();
+    let mut keep: Option<std::path::PathBuf> = None;
+    let mut layouts = vec![campaigns::Layout::Apart, campaigns::Layout::Shared];
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
         match a.as_str() {
@@ -58,23 +68,47 @@ fn main() {
                 extra.extend([a, it.next().expect("--max-problem-size N")]);
             }
             "--time-limit" => time_limit = it.next().expect("--time-limit SECONDS"),
+            "--keep" => keep = Some(it.next().expect("--keep DIR").into()),
+            "--layout" => {
+                layouts = match it.next().as_deref() {
+                    Some("shared") => vec![campaigns::Layout::Shared],
+                    Some("apart") => vec![campaigns::Layout::Apart],
+                    _ => panic!("--layout shared|apart"),
+                }
+            }
             _ => {} // `--bench` and filters cargo passes
         }
     }
     extra.extend(["--time-limit".to_string(), time_limit]);
     println!("machine: {}", machine());
     println!(
-        "| campaigns | gpucap plan s (wall) | CPU s | peak MB | problem size | expected cost | status |"
+        "| pools | campaigns | gpucap plan s (wall) | CPU s | peak MB | problem size | shared limits | expected cost | status |"
     );
-    println!("|---:|---:|---:|---:|---:|---:|---|");
-    for n in sizes {
-        let dir = tempfile::tempdir().expect("a temporary directory");
-        let config = campaigns::write_project(dir.path(), n, SEED);
-        let row = run(dir.path(), &config, &extra);
-        println!(
-            "| {n} | {:.2} | {} | {} | {} | {} | {} |",
-            row.seconds, row.cpu, row.peak_mb, row.size, row.cost, row.status
-        );
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---|");
+    for &layout in &layouts {
+        for &n in &sizes {
+            let dir = tempfile::tempdir().expect("a temporary directory");
+            let dir = match &keep {
+                Some(root) => root.join(format!("{layout:?}-{n}").to_lowercase()),
+                None => dir.path().to_path_buf(),
+            };
+            let config = campaigns::write_project_with(&dir, n, SEED, layout);
+            let row = run(&dir, &config, &extra);
+            println!(
+                "| {} | {n} | {:.2} | {} | {} | {} | {} | {} | {} |",
+                match layout {
+                    campaigns::Layout::Shared => "shared",
+                    campaigns::Layout::Apart => "apart",
+                },
+                row.seconds,
+                row.cpu,
+                row.peak_mb,
+                row.size,
+                row.shared,
+                row.cost,
+                row.status
+            );
+        }
     }
 }
 
@@ -83,6 +117,7 @@ struct Row {
     cpu: String,
     peak_mb: String,
     size: String,
+    shared: usize,
     cost: String,
     status: String,
 }
@@ -115,6 +150,7 @@ fn run(dir: &Path, config: &Path, extra: &[String]) -> Row {
         serde_json::from_slice(&std::fs::read(&plan).expect("the plan")).expect("plan JSON");
     let problem = std::fs::read_to_string(&problem).expect("the problem");
     let problem = gpucap::problem::parse(&problem, Path::new("problem.json")).expect("parses");
+    let shared = problem.shared_limits.len();
     let size = gpucap::problem::validate(problem)
         .map(|v| gpucap::problem::size::estimate(&v).total.to_string())
         .unwrap_or_else(|e| format!("invalid: {e}"));
@@ -126,6 +162,7 @@ fn run(dir: &Path, config: &Path, extra: &[String]) -> Row {
         peak_mb: figures.next().unwrap_or_default(),
         cpu: figures.next().unwrap_or_default(),
         size,
+        shared,
         cost: solution["expected_cost"]
             .as_f64()
             .map_or("—".into(), |c| format!("{c:.0}")),

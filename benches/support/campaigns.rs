@@ -107,12 +107,42 @@ offline = true
 "azure/southcentralus/standardNCADSH100v5Family" = 100_000_000
 "#;
 
+/// Which regions the two H100 pools span.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// The quickstart's: `h100-us` spans the US, `h100-us-east` three of its regions, so the
+    /// two draw on the same spot offerings and AWS's cap across capacity blocks, which join
+    /// them in one program.
+    Shared,
+    /// `h100-us` without AWS and the US east (GCP us-central1, Azure eastus and
+    /// southcentralus), `h100-us-east` as before: the pools share no offering, and no shared
+    /// limit binds, so every pool is solved on its own (the planner before shared limits).
+    Apart,
+}
+
 /// Writes `gpucap.toml` and `calendars/generated.yaml` with `campaigns` campaigns under `dir`;
 /// returns the config's path.
 pub fn write_project(dir: &Path, campaigns: usize, seed: u64) -> PathBuf {
+    write_project_with(dir, campaigns, seed, Layout::Shared)
+}
+
+/// [`write_project`] with the pools laid out as `layout` says.
+pub fn write_project_with(dir: &Path, campaigns: usize, seed: u64, layout: Layout) -> PathBuf {
     std::fs::create_dir_all(dir.join("calendars")).expect("create the calendars directory");
     let config = dir.join("gpucap.toml");
-    std::fs::write(&config, CONFIG).expect("write gpucap.toml");
+    let text = match layout {
+        Layout::Shared => CONFIG.to_string(),
+        Layout::Apart => CONFIG.replacen(
+            r#"regions = ["us-east-1", "us-east-2", "us-west-2", "us-central1", "us-east4", "eastus", "southcentralus"]"#,
+            r#"regions = ["us-central1", "eastus", "southcentralus"]"#,
+            1,
+        ),
+    };
+    assert!(
+        layout == Layout::Shared || text != CONFIG,
+        "the h100-us regions line of the config above changed: update Layout::Apart"
+    );
+    std::fs::write(&config, text).expect("write gpucap.toml");
     std::fs::write(
         dir.join("calendars/generated.yaml"),
         calendar(campaigns, seed),
