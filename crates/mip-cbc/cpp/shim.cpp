@@ -19,7 +19,6 @@
 #include "CglMixedIntegerRounding2.hpp"
 #include "CglProbing.hpp"
 #include "CoinMessageHandler.hpp"
-#include "CoinTime.hpp"
 #include "OsiClpSolverInterface.hpp"
 
 // How far from a whole number an integer column may be and still count as whole (Cbc's own
@@ -64,21 +63,13 @@ int gpucap_mip_cbc_solve(int num_cols, int num_rows, const int *col_start,
     model.setAllowableFractionGap(rel_gap);
     model.setAllowableGap(abs_gap);
     model.setUseElapsedTime(true);
-    OsiClpSolverInterface *clp = dynamic_cast<OsiClpSolverInterface *>(model.solver());
     if (time_limit > 0.0) {
       model.setMaximumSeconds(time_limit);
-      // Cbc counts its seconds from the start of branch and bound, unless told otherwise:
-      // start them now, so that the root relaxation counts too. The root relaxation itself
-      // stops at the limit through Clp's own wall-clock limit (lifted again for branch and
-      // bound, which checks the time itself).
-      model.setDblParam(CbcModel::CbcStartSeconds, CoinGetTimeOfDay());
-      if (clp != nullptr) clp->getModelPtr()->setMaximumWallSeconds(time_limit);
     }
     if (cutoff < 1e30) {
       model.setCutoff(cutoff);
     }
     model.initialSolve();
-    if (clp != nullptr) clp->getModelPtr()->setMaximumWallSeconds(-1.0);
     if (model.isProvenInfeasible() || model.solver()->isProvenPrimalInfeasible()) {
       return GPUCAP_MIP_INFEASIBLE;
     }
