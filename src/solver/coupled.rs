@@ -25,11 +25,11 @@
 //! optimal. Only a group whose limits bind pays for the joint program. A pool that cannot be
 //! covered alone cannot be covered with the limits either, so its message stands as it is.
 //!
-//! With a time limit, a group's time is shared out so that it ends at the limit with the best
-//! plan found: first plans (`super::incumbent`) from the pools' own optima, made to keep the
-//! limits, and then from the joint relaxation, which gets its own share of the time left (half,
-//! or three quarters when there is no first plan yet); branch and bound gets the rest. Every
-//! call into the engine is bounded by its share, the root relaxation included.
+//! With a time limit: first plans (`super::incumbent`) from the pools' own optima, made to keep
+//! the limits, and then from the joint relaxation; branch and bound gets the time left, and is
+//! not started when the relaxation (its root) did not finish. The engine's time limit does not
+//! cover a root relaxation (Cbc counts from the start of branch and bound, and Clp's simplex is
+//! not stopped), so a group can end past the limit by about one relaxation's time.
 //!
 //! What the pool preparation leaves out stays exact under shared limits: a purchase larger than
 //! its window's peak only holds more of a limit; an hourly offer in a limit is never taken as
@@ -233,16 +233,14 @@ pub(crate) fn solve_group(
         first_plan = incumbent.as_ref().map(|(_, cost)| *cost),
         "a first plan from the pools' own optima"
     );
-    // The relaxation gets half the time left when a first plan is in hand (the other half is
-    // for branch and bound), and three quarters when not (its rounding is the other way to a
-    // first plan). Branch and bound solves the same relaxation at its root, so when this one
-    // does not finish in its share, branch and bound is not started.
+    // The relaxation may use all the time left when a first plan is in hand (its rounding is
+    // usually the better plan, and branch and bound gets what it leaves). Without one, it is
+    // the only other way to a plan, and a plan a little late beats none: it may then run past
+    // the time limit. Branch and bound solves the same relaxation at its root, so when this
+    // one does not finish, branch and bound is not started.
     let mut relaxation = mip.clone();
     relaxation.integer.fill(false);
-    let relaxed = mip::solve(
-        &relaxation,
-        limits(None, share(if incumbent.is_some() { 0.5 } else { 0.75 })),
-    );
+    let relaxed = mip::solve(&relaxation, limits(None, incumbent.as_ref().and(deadline)));
     tracing::debug!(status = ?relaxed.status, bound = relaxed.bound + constant, "the joint relaxation");
     if relaxed.status == MipStatus::Optimal
         && let Some(chosen) = incumbent::rounded_up(&models, &offsets, &relaxed.values)
