@@ -295,10 +295,10 @@ impl Search<'_> {
             })
         };
         let mut added = 0.0;
-        for j in timeline.segment_at(start.start)..timeline.point(start.end) {
+        let window = timeline.segment_at(start.start)..timeline.point(start.end);
+        for (j, &before) in window.clone().zip(&term[window]) {
             let hour = timeline.start(j);
             let len = f64::from(timeline.len(j));
-            let before = term[j];
             let after = before.saturating_sub(given);
             for k in 0..d.scenarios() {
                 let (f, all) = d.units(k, d.timeline.segment_at(hour));
@@ -475,10 +475,7 @@ impl Limits {
         chosen: &[Vec<(usize, usize, u32)>],
         hour: u32,
     ) -> Option<Vec<u64>> {
-        match self.holding(data, chosen, hour) {
-            Ok(held) => Some(held),
-            Err(_) => None,
-        }
+        self.holding(data, chosen, hour).ok()
     }
 
     /// [`Limits::held`], or the first limit the purchases break in `hour`.
