@@ -25,6 +25,12 @@
 //! optimal. Only a group whose limits bind pays for the joint program. A pool that cannot be
 //! covered alone cannot be covered with the limits either, so its message stands as it is.
 //!
+//! With a time limit: first plans (`super::incumbent`) from the pools' own optima, made to keep
+//! the limits, and then from the joint relaxation; branch and bound gets the time left, and is
+//! not started when the relaxation (its root) did not finish. The engine's time limit does not
+//! cover a root relaxation (Cbc counts from the start of branch and bound, and Clp's simplex is
+//! not stopped), so a group can end past the limit by about one relaxation's time.
+//!
 //! What the pool preparation leaves out stays exact under shared limits: a purchase larger than
 //! its window's peak only holds more of a limit; an hourly offer in a limit is never taken as
 //! unlimited when dropping offers it would beat; and an unlimited term offer in a limit keeps
@@ -175,8 +181,8 @@ pub(crate) fn solve_group(
     let offsets: Vec<usize> = models.iter().map(|m| mip.append(&m.mip)).collect();
     add_shared_rows(v, &data, &models, &offsets, &mut mip);
     let constant: f64 = models.iter().map(|m| m.constant).sum();
-    let limits = |cutoff: Option<f64>| MipLimits {
-        time_limit: deadline.map(|d| d.saturating_duration_since(Instant::now())),
+    let limits = |cutoff: Option<f64>, until: Option<Instant>| MipLimits {
+        time_limit: until.map(|d| d.saturating_duration_since(Instant::now())),
         rel_gap: options.rel_gap,
         log: options.solver_log,
         cuts: data
@@ -185,24 +191,30 @@ pub(crate) fn solve_group(
             .any(|t| t.pieces.is_some()),
         cutoff,
     };
-    // A first plan from the relaxation (`super::incumbent`): a cost for branch and bound to
-    // beat, and the answer when it finds nothing cheaper.
+    // The time left, as a share of what is left now (`None` without a time limit).
+    let share = |fraction: f64| {
+        deadline.map(|d| {
+            let now = Instant::now();
+            now + d.saturating_duration_since(now).mul_f64(fraction)
+        })
+    };
     // The first plan (`super::incumbent`), from each pool's own optimum and then from the
     // relaxation's purchases rounded up: a cost for branch and bound to beat, and the answer
     // when it finds nothing cheaper. The pools' optima come first: they need no joint
-    // relaxation, which on a large group may not finish in the time limit.
+    // relaxation, which on a large group may not finish in the time limit. Each first plan
+    // spends at most an eighth of the time left on making purchases smaller.
     let mut incumbent: Option<(Vec<PoolPlan>, f64)> = None;
-    let mut consider = |chosen: Vec<Vec<(usize, usize, u32)>>| {
-        let now = Instant::now();
-        let trim_until = deadline.map(|d| now + d.saturating_duration_since(now) / 8);
-        let Some(plans) = incumbent::first_plan(v, &data, &models, chosen, deadline, trim_until)
+    let consider = |incumbent: &mut Option<(Vec<PoolPlan>, f64)>,
+                    chosen: Vec<Vec<(usize, usize, u32)>>| {
+        let Some(plans) =
+            incumbent::first_plan(v, &data, &models, chosen, deadline, share(1.0 / 8.0))
         else {
             return;
         };
         let cost = super::plan::solution(v, &plans).expected_cost;
         tracing::debug!(cost, "a first plan for coupled pools");
         if incumbent.as_ref().is_none_or(|(_, best)| cost < *best) {
-            incumbent = Some((plans, cost));
+            *incumbent = Some((plans, cost));
         }
     };
     let alone_plans: Vec<&PoolPlan> = alone
@@ -215,15 +227,25 @@ pub(crate) fn solve_group(
     if alone_plans.len() == data.len()
         && let Some(chosen) = incumbent::purchases_of(&data, &alone_plans)
     {
-        consider(chosen);
+        consider(&mut incumbent, chosen);
     }
+    tracing::debug!(
+        first_plan = incumbent.as_ref().map(|(_, cost)| *cost),
+        "a first plan from the pools' own optima"
+    );
+    // The relaxation may use all the time left when a first plan is in hand (its rounding is
+    // usually the better plan, and branch and bound gets what it leaves). Without one, it is
+    // the only other way to a plan, and a plan a little late beats none: it may then run past
+    // the time limit. Branch and bound solves the same relaxation at its root, so when this
+    // one does not finish, branch and bound is not started.
     let mut relaxation = mip.clone();
     relaxation.integer.fill(false);
-    let relaxed = mip::solve(&relaxation, limits(None));
+    let relaxed = mip::solve(&relaxation, limits(None, incumbent.as_ref().and(deadline)));
+    tracing::debug!(status = ?relaxed.status, bound = relaxed.bound + constant, "the joint relaxation");
     if relaxed.status == MipStatus::Optimal
         && let Some(chosen) = incumbent::rounded_up(&models, &offsets, &relaxed.values)
     {
-        consider(chosen);
+        consider(&mut incumbent, chosen);
     }
     // Each pool's optimum alone, without the limits, is a lower bound on its share.
     let alone_bound: f64 = alone
@@ -248,15 +270,18 @@ pub(crate) fn solve_group(
     let cutoff = incumbent
         .as_ref()
         .map(|(_, cost)| cost - constant - 0.5 * super::OPTIMALITY_GAP * cost.abs());
-    // No time left after the first plans: branch and bound would not even finish its root.
-    let result = if deadline.is_some_and(|d| Instant::now() >= d) {
+    // No time left after the first plans, or the relaxation did not finish in its share:
+    // branch and bound would not even finish its root.
+    let result = if deadline.is_some_and(|d| Instant::now() >= d)
+        || relaxed.status == MipStatus::NoSolution
+    {
         mip::MipResult {
             status: MipStatus::NoSolution,
             values: Vec::new(),
             bound: f64::NEG_INFINITY,
         }
     } else {
-        mip::solve(&mip, limits(cutoff))
+        mip::solve(&mip, limits(cutoff, deadline))
     };
     let bound = (result.bound.max(relaxed.bound) + constant).max(alone_bound);
     tracing::debug!(

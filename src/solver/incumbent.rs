@@ -2,22 +2,41 @@
 //! group whose limits bind always has a plan to give and branch and bound has a cost to beat.
 //!
 //! The joint program of a coupled group (`super::coupled`) models on-demand and spot instance
-//! by instance, and branch and bound can run a long time before it finds any whole plan. This
-//! one is built from the program's relaxation in two steps:
+//! by instance, and branch and bound can run a long time before it finds any whole plan. A
+//! first plan is built in three steps from a set of purchases: each pool's own optimum without
+//! the limits ([`purchases_of`]), or the joint relaxation's purchases, each rounded up to a
+//! whole purchase its rules allow ([`rounded_up`]). The pools' own optima need no joint
+//! relaxation, which on a large group may take much of the time limit.
 //!
-//! 1. **Purchases**: each relaxed term purchase rounded up to a whole purchase its rules allow
-//!    ([`PoolModel::purchases_rounded_up`]). More term capacity never uncovers an hour; it may
-//!    break an offer's maximum or a limit on term instances, and then there is no such plan.
+//! 1. **Keep the limits on term instances.** Purchases alone may break a shared limit (a
+//!    cloud's cap across purchases, such as AWS's 256 instances across capacity blocks, or a
+//!    limit on one offer's term instances) or a term offer's maximum in some hour: each pool
+//!    bought for its own demand, or rounding up added instances. No choice of hourly instances
+//!    can repair that, so purchases are made smaller first. Hour segments are taken in order;
+//!    while the purchases active in one break a limit, the purchase in that limit whose
+//!    shrinking costs least per unit of the limit it frees is made smaller by the excess
+//!    (rounded up to whole instances, and down to a number its pieces can make up). What
+//!    shrinking costs is estimated as the hourly cost of covering the instances given up in
+//!    every hour of the purchase's window (each pool's least-cost mix without the shared
+//!    limits, given the term capacity left), less the term cost saved. Purchases only shrink,
+//!    so a segment once repaired stays repaired, and each step removes at least one instance:
+//!    this ends. The hours then cover what the purchases no longer do.
 //! 2. **Hours**: with the purchases fixed, the second stage falls apart by scenario and
 //!    segment. Where each pool's own least-cost mix ([`PoolModel::hourly_mix`]) keeps every
 //!    shared limit, that mix is the segment's optimum; elsewhere the segment's instances of all
 //!    the group's pools are chosen together by a small exact program (the pools' coverage rows
 //!    and the limits, less what the purchases hold). Segments that ask the same are solved once.
+//! 3. **Trim**: purchases are made one instance smaller wherever that lowers the plan's cost
+//!    (term cost saved against the hourly cost added in the purchase's window), for a share of
+//!    the time limit.
 //!
-//! The result keeps every constraint of the joint program, so its cost is an upper bound on the
-//! group's optimum; branch and bound is then run with that cost as its cutoff
-//! ([`super::mip::MipLimits::cutoff`]), and when it proves no plan is cheaper, this one is
-//! optimal.
+//! The result keeps every constraint of the joint program (every hour's coverage, every limit
+//! with the hourly instances, every purchase rule: shrinking keeps a purchase within its
+//! bounds and pieces), so its cost is an upper bound on the group's optimum; branch and bound
+//! is then run with that cost as its cutoff ([`super::mip::MipLimits::cutoff`]), and when it
+//! proves no plan is cheaper, this one is optimal. There is no first plan when a limit is
+//! broken by purchases that cannot shrink (fixed ones, as in the reserve-the-peak baseline), or
+//! when the hourly offers cannot cover what the purchases leave within the limits.
 
 use std::collections::HashMap;
 use std::time::Instant;
@@ -26,7 +45,7 @@ use crate::problem::{OfferKind, Validated, pieces::fewest_pieces};
 
 use super::mip::{self, Mip, MipLimits, MipStatus};
 use super::model::{PoolModel, PoolPlan};
-use super::pool::PoolData;
+use super::pool::{PoolData, Start, TermOffer};
 
 /// The purchases of `relaxed` (the joint program's relaxed values; model i's columns start at
 /// `offsets[i]`), each rounded up to a whole purchase its rules allow, per pool as
@@ -64,10 +83,12 @@ pub(crate) fn purchases_of(
         .collect()
 }
 
-/// The plan with purchases `chosen` and, in every segment, the cheapest hourly instances within
-/// the limits, one per pool of the group; `None` when the purchases break a limit that no
-/// choice of hourly instances can repair. Until `trim_until`, purchases are then made one
-/// instance smaller, one at a time, wherever that lowers the plan's cost.
+/// The plan with purchases `chosen`, first made small enough to keep every limit on term
+/// instances, and, in every segment, the cheapest hourly instances within the limits, one per
+/// pool of the group (see the module doc); `None` when a limit is broken by purchases that
+/// cannot shrink, or the hours cannot be covered within the limits. Until `trim_until`,
+/// purchases are then made one instance smaller, one at a time, wherever that lowers the
+/// plan's cost.
 pub(crate) fn first_plan(
     v: &Validated,
     data: &[PoolData],
@@ -83,6 +104,18 @@ pub(crate) fn first_plan(
         deadline,
         solved: HashMap::new(),
     };
+    let mut chosen = chosen;
+    let started = Instant::now();
+    let before: u64 = chosen.iter().flatten().map(|c| u64::from(c.2)).sum();
+    if !search.keep_limits(&mut chosen) {
+        return None;
+    }
+    tracing::debug!(
+        instances = before,
+        given_up = before - chosen.iter().flatten().map(|c| u64::from(c.2)).sum::<u64>(),
+        seconds = started.elapsed().as_secs_f64(),
+        "purchases made to keep the shared limits"
+    );
     let mut state = search.start(chosen)?;
     search.trim(&mut state, trim_until);
     Some(state.plans(data, models))
@@ -182,6 +215,109 @@ impl Search<'_> {
         Some((per_scenario, cost))
     }
 
+    /// Shrinks purchases until, in every hour, the purchases alone keep every shared limit and
+    /// every term offer's maximum (the module doc says how); `false` when a limit is broken by
+    /// purchases that cannot be made smaller (fixed ones).
+    fn keep_limits(&self, chosen: &mut [Vec<(usize, usize, u32)>]) -> bool {
+        let data = self.data;
+        let timeline = &data[0].timeline;
+        let window = |d: &PoolData, t: usize, s: usize| {
+            let start = &d.terms[t].starts[s];
+            timeline.segment_at(start.start)..timeline.point(start.end)
+        };
+        // Each pool's term units per segment: what the hours no longer need to cover.
+        let mut term: Vec<Vec<u64>> = vec![vec![0; timeline.segments()]; data.len()];
+        for (i, d) in data.iter().enumerate() {
+            for &(t, s, n) in &chosen[i] {
+                for j in window(d, t, s) {
+                    term[i][j] += u64::from(d.terms[t].gpus / d.unit) * u64::from(n);
+                }
+            }
+        }
+        for j in 0..timeline.segments() {
+            let hour = timeline.start(j);
+            while let Some(broken) = self.limits.broken(data, chosen, hour) {
+                // (loss per unit of the limit freed, pool, purchase, instances left)
+                let mut best: Option<(f64, usize, usize, u32)> = None;
+                for (i, d) in data.iter().enumerate() {
+                    for (p, &(t, s, n)) in chosen[i].iter().enumerate() {
+                        let start = &d.terms[t].starts[s];
+                        if n == 0 || hour < start.start || start.end <= hour {
+                            continue;
+                        }
+                        let w = broken.weight(&self.limits, i, t, d.terms[t].offer);
+                        if w == 0 {
+                            continue;
+                        }
+                        let want = u32::try_from(broken.excess().div_ceil(w)).unwrap_or(u32::MAX);
+                        let Some(to) = smaller(&d.terms[t], start, n, want) else {
+                            continue;
+                        };
+                        let loss = self.loss(i, t, s, n, to, &term[i]);
+                        let per = loss / (f64::from(n - to) * w as f64);
+                        if best.is_none_or(|b| per < b.0) {
+                            best = Some((per, i, p, to));
+                        }
+                    }
+                }
+                let Some((_, i, p, to)) = best else {
+                    return false;
+                };
+                let (t, s, n) = chosen[i][p];
+                let d = &data[i];
+                for j in window(d, t, s) {
+                    term[i][j] -= u64::from(d.terms[t].gpus / d.unit) * u64::from(n - to);
+                }
+                chosen[i][p].2 = to;
+            }
+        }
+        true
+    }
+
+    /// What making pool i's purchase of term offer t at start s `to` instances instead of `n`
+    /// adds to the expected cost: the hourly cost of covering its units in its window (each
+    /// pool's least-cost mix without the shared limits; `term` is the pool's term units per
+    /// segment) less the term cost saved.
+    fn loss(&self, i: usize, t: usize, s: usize, n: u32, to: u32, term: &[u64]) -> f64 {
+        let d = &self.data[i];
+        let model = &self.models[i];
+        let timeline = &self.data[0].timeline;
+        let offer = &d.terms[t];
+        let start = &offer.starts[s];
+        let given = u64::from(offer.gpus / d.unit) * u64::from(n - to);
+        let hourly = |k: usize, f: u64, all: u64| -> f64 {
+            model.hourly_mix(k, f, all).map_or(f64::INFINITY, |mix| {
+                d.hourly[k]
+                    .iter()
+                    .zip(mix)
+                    .map(|(o, n)| o.price * f64::from(n))
+                    .sum()
+            })
+        };
+        let mut added = 0.0;
+        let window = timeline.segment_at(start.start)..timeline.point(start.end);
+        for (j, &before) in window.clone().zip(&term[window]) {
+            let hour = timeline.start(j);
+            let len = f64::from(timeline.len(j));
+            let after = before.saturating_sub(given);
+            for k in 0..d.scenarios() {
+                let (f, all) = d.units(k, d.timeline.segment_at(hour));
+                if all <= after {
+                    continue;
+                }
+                let more = hourly(k, f.saturating_sub(after), all - after)
+                    - hourly(k, f.saturating_sub(before), all.saturating_sub(before));
+                added += d.probability[k] * len * more;
+            }
+        }
+        let pieces = |n: u32| {
+            offer
+                .pieces
+                .map_or(0.0, |p| f64::from(fewest_pieces(n, p.max)) * p.cost)
+        };
+        added - (f64::from(n - to) * offer.cost + pieces(n) - pieces(to))
+    }
+
     /// Makes purchases one instance smaller while that lowers the cost (term cost saved
     /// against the hourly cost added in the purchase's window), until `until`.
     fn trim(&mut self, state: &mut State, until: Option<Instant>) {
@@ -269,6 +405,43 @@ impl State {
     }
 }
 
+/// The most instances, at least `want` fewer than `n`, that a purchase of `term` at `start`
+/// may hold (its lower bound, and with pieces a number they can make up); `None` if it cannot
+/// be made smaller.
+fn smaller(term: &TermOffer, start: &Start, n: u32, want: u32) -> Option<u32> {
+    let allowed = |m: u32| match term.pieces {
+        Some(p) => m == 0 || p.min.max(1) * fewest_pieces(m, p.max) <= m,
+        None => true,
+    };
+    (start.lower..=n.saturating_sub(want.max(1)))
+        .rev()
+        .find(|&m| allowed(m))
+}
+
+/// The first limit that purchases alone break in some hour, and by how much.
+enum Broken {
+    /// Shared limit l, by `excess` of its weight.
+    Cap { l: usize, excess: u64 },
+    /// The maximum of pool i's term offer t, by `excess` instances.
+    Max { i: usize, t: usize, excess: u64 },
+}
+
+impl Broken {
+    fn excess(&self) -> u64 {
+        match *self {
+            Broken::Cap { excess, .. } | Broken::Max { excess, .. } => excess,
+        }
+    }
+
+    /// The weight in the broken limit of one instance of pool i's term offer t (offer `offer`).
+    fn weight(&self, limits: &Limits, i: usize, t: usize, offer: usize) -> u64 {
+        match *self {
+            Broken::Cap { l, .. } => limits.weights[l].get(&offer).copied().unwrap_or(0),
+            Broken::Max { i: bi, t: bt, .. } => u64::from(bi == i && bt == t),
+        }
+    }
+}
+
 /// What one segment asks of the group: the scenario, each pool's (firm, all) units beyond its
 /// term capacity, and each limit's weight held by the purchases.
 type Asked = (usize, Vec<(u64, u64)>, Vec<u64>);
@@ -302,8 +475,27 @@ impl Limits {
         chosen: &[Vec<(usize, usize, u32)>],
         hour: u32,
     ) -> Option<Vec<u64>> {
+        self.holding(data, chosen, hour).ok()
+    }
+
+    /// [`Limits::held`], or the first limit the purchases break in `hour`.
+    fn broken(
+        &self,
+        data: &[PoolData],
+        chosen: &[Vec<(usize, usize, u32)>],
+        hour: u32,
+    ) -> Option<Broken> {
+        self.holding(data, chosen, hour).err()
+    }
+
+    fn holding(
+        &self,
+        data: &[PoolData],
+        chosen: &[Vec<(usize, usize, u32)>],
+        hour: u32,
+    ) -> Result<Vec<u64>, Broken> {
         let mut held = vec![0u64; self.caps.len()];
-        for (d, chosen) in data.iter().zip(chosen) {
+        for (i, (d, chosen)) in data.iter().zip(chosen).enumerate() {
             let mut active = vec![0u64; d.terms.len()];
             for &(t, s, n) in chosen {
                 let start = &d.terms[t].starts[s];
@@ -313,8 +505,12 @@ impl Limits {
             }
             for (t, &n) in active.iter().enumerate() {
                 let term = &d.terms[t];
-                if term.max.is_some_and(|m| n > u64::from(m)) {
-                    return None;
+                if let Some(max) = term.max.filter(|&m| n > u64::from(m)) {
+                    return Err(Broken::Max {
+                        i,
+                        t,
+                        excess: n - u64::from(max),
+                    });
                 }
                 for (l, weights) in self.weights.iter().enumerate() {
                     if let Some(w) = weights.get(&term.offer) {
@@ -323,10 +519,13 @@ impl Limits {
                 }
             }
         }
-        held.iter()
-            .zip(&self.caps)
-            .all(|(h, c)| h <= c)
-            .then_some(held)
+        match held.iter().zip(&self.caps).position(|(h, c)| h > c) {
+            Some(l) => Err(Broken::Cap {
+                l,
+                excess: held[l] - self.caps[l],
+            }),
+            None => Ok(held),
+        }
     }
 
     /// Whether the pools' hourly instances `mixes` in scenario k, with `held`, keep every cap.
@@ -428,11 +627,113 @@ fn together(
 mod tests {
     use std::path::Path;
 
-    use crate::problem::{parse, validate};
-    use crate::solver::coupled;
+    use crate::problem::{Status, parse, validate};
     use crate::solver::mip::{self, Mip, MipLimits, MipStatus};
+    use crate::solver::model::PoolPlan;
     use crate::solver::model::{Mode, PoolModel};
     use crate::solver::pool::{PoolData, Scope};
+    use crate::solver::{PoolOutcome, SolveOptions, coupled, solve, solve_pool};
+
+    /// Two pools, each covered most cheaply by 48-hour blocks, that share a cap of 6 block
+    /// instances: east needs 6 instances in hours 0-96, west 4 in hours 24-120, so their own
+    /// optima hold 10 blocks in hours 24-96.
+    const CAPPED: &str = r#"{
+     "schema": "gpucap.problem/v2",
+     "start": "2027-01-04T00:00:00Z",
+     "hours": 168,
+     "pools": ["east", "west"],
+     "offers": [
+      {"id": "east/on-demand", "pool": "east", "kind": "on_demand", "gpus_per_instance": 8,
+       "price_per_instance_hour": 50.0},
+      {"id": "west/on-demand", "pool": "west", "kind": "on_demand", "gpus_per_instance": 8,
+       "price_per_instance_hour": 70.0},
+      {"id": "east/block", "pool": "east", "kind": "term", "gpus_per_instance": 8,
+       "price_per_instance_hour": 0.0, "upfront_per_instance": 1600.0, "term_hours": 48,
+       "starts": {"from": 0, "to": 168, "step": 24}},
+      {"id": "west/block", "pool": "west", "kind": "term", "gpus_per_instance": 8,
+       "price_per_instance_hour": 0.0, "upfront_per_instance": 1600.0, "term_hours": 48,
+       "starts": {"from": 0, "to": 168, "step": 24}}
+     ],
+     "scenarios": [
+      {"name": "expected", "probability": 1.0, "demand": {
+       "east": {"firm": [[0, 96, 48]]},
+       "west": {"firm": [[24, 120, 32]]}
+      }}
+     ],
+     "shared_limits": [
+      {"id": "blocks", "unit": "instances", "cap": 6,
+       "offers": {"east/block": 1, "west/block": 1}, "reason": "a cap across purchases"}
+     ]
+    }"#;
+
+    #[test]
+    fn own_purchases_that_break_a_cap_across_purchases_are_shrunk_to_a_plan_within_it() {
+        let v = validate(parse(CAPPED, Path::new("capped.json")).expect("parses")).expect("valid");
+        let scopes: Vec<Scope> = (0..2).map(Scope::full).collect();
+        let data: Vec<PoolData> = coupled::common_timeline(&v, &scopes);
+        let models: Vec<PoolModel> = data
+            .iter()
+            .map(|d| PoolModel::build(d, Mode::Cost))
+            .collect();
+        let alone: Vec<PoolPlan> = scopes
+            .iter()
+            .map(
+                |s| match solve_pool(&v, s, &SolveOptions::default(), None) {
+                    PoolOutcome::Planned { plan, .. } => plan,
+                    _ => panic!("each pool alone has a plan"),
+                },
+            )
+            .collect();
+        let alone: Vec<&PoolPlan> = alone.iter().collect();
+        // Each pool alone buys blocks for all its demand: 10 blocks in hours 24-96.
+        assert!(!coupled::keeps_limits(&v, &alone));
+        let chosen = super::purchases_of(&data, &alone).expect("starts of the model");
+        assert_eq!(
+            chosen.iter().flatten().map(|c| c.2).sum::<u32>(),
+            20,
+            "{chosen:?}"
+        );
+        let plans =
+            super::first_plan(&v, &data, &models, chosen, None, None).expect("a first plan");
+        let plans: Vec<&PoolPlan> = plans.iter().collect();
+        assert!(coupled::keeps_limits(&v, &plans));
+        // Every hour's demand is covered, by blocks held and on-demand instances in use.
+        let problem = v.problem();
+        for (p, plan) in plans.iter().enumerate() {
+            let demand = v.demand(0, p);
+            for hour in 0..v.hours() {
+                let needed: u64 = demand
+                    .firm
+                    .iter()
+                    .filter(|s| s.from() <= hour && hour < s.to())
+                    .map(|s| u64::from(s.value()))
+                    .sum();
+                let blocks: u64 = plan
+                    .purchases
+                    .iter()
+                    .filter(|&&(o, start, _)| {
+                        start <= hour && hour < start + problem.offers[o].term_hours.unwrap_or(0)
+                    })
+                    .map(|&(o, _, n)| u64::from(n * problem.offers[o].gpus_per_instance))
+                    .sum();
+                let hourly: u64 = plan.usage[0]
+                    .iter()
+                    .flat_map(|(o, runs)| runs.iter().map(move |r| (*o, r)))
+                    .filter(|(_, r)| r.from() <= hour && hour < r.to())
+                    .map(|(o, r)| u64::from(r.value() * problem.offers[o].gpus_per_instance))
+                    .sum();
+                assert!(blocks + hourly >= needed, "pool {p}, hour {hour}");
+            }
+        }
+        let cost =
+            crate::solver::plan::solution(&v, &plans.into_iter().cloned().collect::<Vec<_>>())
+                .expected_cost;
+        let optimum = solve(&v, &SolveOptions::default());
+        assert_eq!(optimum.status, Status::Optimal);
+        assert!(cost >= optimum.expected_cost - 1e-6, "{cost} {optimum:?}");
+        // And it is a good plan: all on-demand would cost $49,280.
+        assert!(cost < 40_000.0, "{cost}");
+    }
 
     #[test]
     fn the_rounded_relaxation_keeps_every_limit_and_costs_no_less_than_the_optimum() {
