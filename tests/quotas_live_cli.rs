@@ -100,9 +100,8 @@ fn project_in(dir: &Path, region: &str, quotas: &str) -> std::path::PathBuf {
 /// `gpucap plan` with live prices and the ARM peer: the plan, stderr.
 fn plan(config: &Path, prices: &str, peer: &AzurePeer, extra: &[&str]) -> (Plan, String) {
     let cache = tempfile::tempdir().unwrap();
-    let out = Command::cargo_bin("gpucap")
-        .expect("the gpucap binary")
-        .env_remove("RUST_LOG")
+    let mut cmd = Command::cargo_bin("gpucap").expect("the gpucap binary");
+    cmd.env_remove("RUST_LOG")
         .env("NO_COLOR", "1")
         .env("GPUCAP_CACHE_DIR", cache.path())
         .env("GPUCAP_AZURE_PRICES_URL", prices)
@@ -113,21 +112,35 @@ fn plan(config: &Path, prices: &str, peer: &AzurePeer, extra: &[&str]) -> (Plan,
         .arg(config)
         // No `--now`: the quotes are fetched now and their age is checked against it.
         .args(["plan", "--format", "json", "--time-limit", "30"])
-        .args(extra)
-        .output()
-        .expect("run gpucap");
+        .args(extra);
+    run_plan(&mut cmd)
+}
+
+/// Runs `gpucap plan --format json …` as `cmd` says: the plan on stdout, and stderr, in which
+/// the secret [`TOKEN`] must not appear.
+fn run_plan(cmd: &mut Command) -> (Plan, String) {
+    let out = cmd.output().expect("run gpucap");
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!stderr.contains(TOKEN), "the secret leaked: {stderr}");
     let plan: Plan = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("no plan on stdout ({e}); stderr:\n{stderr}"));
-    assert!(!stderr.contains(TOKEN), "the token leaked: {stderr}");
     (plan, stderr)
 }
 
+/// The plan's check of [`QUOTA`] (Azure spells its quota names in any case).
 fn check<'a>(plan: &'a Plan, stderr: &str) -> &'a gpucap::plan::QuotaCheck {
     plan.quotas
         .iter()
         .find(|q| q.quota.eq_ignore_ascii_case(QUOTA))
         .unwrap_or_else(|| panic!("{QUOTA} is not checked: {:?}\n{stderr}", plan.quotas))
+}
+
+/// The plan's check of quota `id` (`cloud/region/name`, exactly).
+fn check_of<'a>(plan: &'a Plan, stderr: &str, id: &str) -> &'a gpucap::plan::QuotaCheck {
+    plan.quotas
+        .iter()
+        .find(|q| q.quota == id)
+        .unwrap_or_else(|| panic!("{id} is not checked: {:?}\n{stderr}", plan.quotas))
 }
 
 /// The most vCPUs of the quota the plan's actions use at once.
@@ -273,9 +286,8 @@ fn aws_quotas_are_read_from_service_quotas_with_the_default_where_none_is_applie
     let dir = tempfile::tempdir().unwrap();
     let config = project_in(dir.path(), "us-east-1", "");
     let cache = tempfile::tempdir().unwrap();
-    let out = Command::cargo_bin("gpucap")
-        .expect("the gpucap binary")
-        .env_remove("RUST_LOG")
+    let mut cmd = Command::cargo_bin("gpucap").expect("the gpucap binary");
+    cmd.env_remove("RUST_LOG")
         .env("NO_COLOR", "1")
         .env("GPUCAP_CACHE_DIR", cache.path())
         .env("GPUCAP_AWS_ENDPOINT_URL", peer.url())
@@ -291,23 +303,13 @@ fn aws_quotas_are_read_from_service_quotas_with_the_default_where_none_is_applie
         .env("GPUCAP_RETRY_BASE_MS", "5")
         .arg("--config")
         .arg(&config)
-        .args(["plan", "--format", "json", "--time-limit", "30"])
-        .output()
-        .expect("run gpucap");
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(!stderr.contains(TOKEN), "the secret key leaked: {stderr}");
-    let plan: Plan = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("no plan on stdout ({e}); stderr:\n{stderr}"));
+        .args(["plan", "--format", "json", "--time-limit", "30"]);
+    let (plan, stderr) = run_plan(&mut cmd);
     assert!(
         stderr.contains("reading quotas: aws us-east-1 (L-417A185B, L-7212CCBC)"),
         "{stderr}"
     );
-    let find = |name: &str| {
-        plan.quotas
-            .iter()
-            .find(|q| q.quota == format!("aws/us-east-1/{name}"))
-            .unwrap_or_else(|| panic!("{name} is not checked: {:?}\n{stderr}", plan.quotas))
-    };
+    let find = |name: &str| check_of(&plan, &stderr, &format!("aws/us-east-1/{name}"));
     let on_demand = find("L-417A185B");
     assert_eq!((on_demand.source.as_str(), on_demand.value), ("live", 1536));
     assert!(most_used(&plan, on_demand) <= 1536);
@@ -348,21 +350,12 @@ fn gcp_quotas_are_read_from_the_region_once() {
         .arg("--config")
         .arg(&config)
         .args(["plan", "--format", "json", "--time-limit", "30"]);
-    let out = cmd.output().expect("run gpucap");
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(!stderr.contains(TOKEN), "the API key leaked: {stderr}");
-    let plan: Plan = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("no plan on stdout ({e}); stderr:\n{stderr}"));
+    let (plan, stderr) = run_plan(&mut cmd);
     assert!(
         stderr.contains("reading quotas: gcp us-central1 (NVIDIA_H100_GPUS"),
         "{stderr}"
     );
-    let find = |name: &str| {
-        plan.quotas
-            .iter()
-            .find(|q| q.quota == format!("gcp/us-central1/{name}"))
-            .unwrap_or_else(|| panic!("{name} is not checked: {:?}\n{stderr}", plan.quotas))
-    };
+    let find = |name: &str| check_of(&plan, &stderr, &format!("gcp/us-central1/{name}"));
     let on_demand = find("NVIDIA_H100_GPUS");
     assert_eq!((on_demand.source.as_str(), on_demand.value), ("live", 48));
     assert!(most_used(&plan, on_demand) <= 48);
