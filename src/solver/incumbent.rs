@@ -225,15 +225,13 @@ impl Search<'_> {
             let start = &d.terms[t].starts[s];
             timeline.segment_at(start.start)..timeline.point(start.end)
         };
-        // Each pool's term units per segment: what the hours no longer need to cover.
-        let mut term: Vec<Vec<u64>> = vec![vec![0; timeline.segments()]; data.len()];
-        for (i, d) in data.iter().enumerate() {
-            for &(t, s, n) in &chosen[i] {
-                for j in window(d, t, s) {
-                    term[i][j] += u64::from(d.terms[t].gpus / d.unit) * u64::from(n);
-                }
-            }
-        }
+        // Each pool's term units per segment (the group shares one timeline): what the hours
+        // no longer need to cover.
+        let mut term: Vec<Vec<u64>> = data
+            .iter()
+            .zip(chosen.iter())
+            .map(|(d, c)| super::model::term_units(d, c))
+            .collect();
         for j in 0..timeline.segments() {
             let hour = timeline.start(j);
             while let Some(broken) = self.limits.broken(data, chosen, hour) {

@@ -668,7 +668,7 @@ fn active_counts(
 }
 
 /// Term units active in each pool segment for `chosen` purchases (as from `PoolModel::chosen`).
-fn term_units(data: &PoolData, chosen: &[(usize, usize, u32)]) -> Vec<u64> {
+pub(crate) fn term_units(data: &PoolData, chosen: &[(usize, usize, u32)]) -> Vec<u64> {
     data.timeline.sum(chosen.iter().map(|&(t, s, n)| {
         let (t, start) = (&data.terms[t], &data.terms[t].starts[s]);
         (
