@@ -181,15 +181,17 @@ pub(crate) fn solve_group(
     let offsets: Vec<usize> = models.iter().map(|m| mip.append(&m.mip)).collect();
     add_shared_rows(v, &data, &models, &offsets, &mut mip);
     let constant: f64 = models.iter().map(|m| m.constant).sum();
+    let charged = data
+        .iter()
+        .flat_map(|d| &d.terms)
+        .any(|t| t.pieces.is_some());
     let limits = |cutoff: Option<f64>, until: Option<Instant>| MipLimits {
         time_limit: until.map(|d| d.saturating_duration_since(Instant::now())),
         rel_gap: options.rel_gap,
         log: options.solver_log,
-        cuts: data
-            .iter()
-            .flat_map(|d| &d.terms)
-            .any(|t| t.pieces.is_some()),
+        cuts: charged,
         cutoff,
+        node_limit: charged.then(|| super::charges::node_limit(mip.num_cols())),
     };
     // The time left, as a share of what is left now (`None` without a time limit).
     let share = |fraction: f64| {
@@ -233,6 +235,34 @@ pub(crate) fn solve_group(
         first_plan = incumbent.as_ref().map(|(_, cost)| *cost),
         "a first plan from the pools' own optima"
     );
+    // With every purchase fixed (the baselines), the first plan chose each segment's
+    // instances exactly, and the segments are independent: it is the optimum.
+    let fixed = data
+        .iter()
+        .flat_map(|d| &d.terms)
+        .flat_map(|t| &t.starts)
+        .all(|s| s.lower == s.upper);
+    // Each pool's optimum alone, without the limits, is a lower bound on its share.
+    let alone_bound: f64 = alone
+        .iter()
+        .map(|o| match o {
+            PoolOutcome::Planned { bound, .. } => *bound,
+            _ => f64::NEG_INFINITY,
+        })
+        .sum();
+    // With costs per purchase, the pools' own plans were found by slope scaling and their
+    // bounds by cuts at each pool's root (`super::charges`). On a group too large for branch
+    // and bound to search (fewer than `FEW_NODES` nodes in its budget), the joint relaxation
+    // and root carry the costs per purchase no better, take far longer and find no cheaper
+    // plan (14 s for none on the quickstart at $250 a purchase, measured 2026-11-25): the
+    // pools' plans, kept within the limits, are the answer.
+    if charged
+        && !fixed
+        && super::charges::node_limit(mip.num_cols()) < super::charges::FEW_NODES
+        && let Some((plans, cost)) = incumbent
+    {
+        return planned_outcomes(plans, alone_bound.min(cost), false);
+    }
     // The relaxation may use all the time left when a first plan is in hand (its rounding is
     // usually the better plan, and branch and bound gets what it leaves). Without one, it is
     // the only other way to a plan, and a plan a little late beats none: it may then run past
@@ -247,21 +277,6 @@ pub(crate) fn solve_group(
     {
         consider(&mut incumbent, chosen);
     }
-    // Each pool's optimum alone, without the limits, is a lower bound on its share.
-    let alone_bound: f64 = alone
-        .iter()
-        .map(|o| match o {
-            PoolOutcome::Planned { bound, .. } => *bound,
-            _ => f64::NEG_INFINITY,
-        })
-        .sum();
-    // With every purchase fixed (the baselines), the first plan chose each segment's
-    // instances exactly, and the segments are independent: it is the optimum.
-    let fixed = data
-        .iter()
-        .flat_map(|d| &d.terms)
-        .flat_map(|t| &t.starts)
-        .all(|s| s.lower == s.upper);
     if fixed && let Some((plans, cost)) = incumbent {
         return planned_outcomes(plans, cost, true);
     }

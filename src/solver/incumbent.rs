@@ -604,6 +604,7 @@ fn together(
             log: false,
             cuts: false,
             cutoff: None,
+            node_limit: None,
         },
     );
     if !matches!(result.status, MipStatus::Optimal | MipStatus::Feasible) {
@@ -757,6 +758,7 @@ mod tests {
                 log: false,
                 cuts: false,
                 cutoff: None,
+                node_limit: None,
             },
         );
         assert_eq!(relaxed.status, MipStatus::Optimal);

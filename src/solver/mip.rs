@@ -113,6 +113,8 @@ pub(crate) struct MipLimits {
     /// A plan of this objective is already known: look only for cheaper ones, and answer
     /// `Infeasible` when there are none (see `gpucap_mip_cbc::Limits::cutoff`).
     pub cutoff: Option<f64>,
+    /// Stop branch and bound after this many nodes (see `gpucap_mip_cbc::Limits::node_limit`).
+    pub node_limit: Option<u32>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -174,6 +176,7 @@ pub(crate) fn solve_from(mip: &Mip, limits: MipLimits, start: Option<&[f64]>) ->
         log: limits.log,
         cuts: limits.cuts,
         cutoff: limits.cutoff,
+        node_limit: limits.node_limit,
     };
     let solved = match gpucap_mip_cbc::solve(&problem, &limits) {
         Ok(solved) => solved,

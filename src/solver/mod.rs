@@ -19,13 +19,18 @@
 //!    recurrence, an interval matrix in network form. Cbc (`crates/mip-cbc`) solves the resulting mixed-integer
 //!    program by branch and bound to a relative gap far below 1e-6 (the relaxation is usually
 //!    whole already), and its dual bound is the proven `bound`.
-//! 5. Costs in the solution are recomputed from the whole-number plan, never taken from the
+//! 5. A cost per purchase (v2 pieces) is a fixed charge, which the relaxation carries poorly:
+//!    such a pool starts branch and bound from a plan with few purchases found by slope
+//!    scaling, and searches a bounded number of nodes from it ([`charges`]). Its plan is then
+//!    `feasible`, with the bound proven at the root, unless the search closes the gap.
+//! 6. Costs in the solution are recomputed from the whole-number plan, never taken from the
 //!    solver's floating-point objective.
 //!
 //! The baselines (all on-demand, cheapest-now, reserve-the-peak) run the same machinery on a
 //! restricted problem ([`baselines`]).
 
 mod baselines;
+mod charges;
 mod coupled;
 mod diagnose;
 mod incumbent;
@@ -114,15 +119,29 @@ fn over_budget(solution: &Solution, budget: f64) -> String {
     }
 }
 
-/// Says that the plan is the best found in the time limit, and how far from optimal it may be.
-fn stopped_early(solution: &Solution) -> String {
+/// Says why the plan is not proven optimal (the time limit, or the branch-and-bound budget for
+/// costs per purchase), and how far from optimal it may be.
+fn not_proven(solution: &Solution, timed_out: bool) -> String {
     let gap = if solution.expected_cost > 0.0 {
         (solution.expected_cost - solution.bound) / solution.expected_cost * 100.0
     } else {
         0.0
     };
+    let (why, costs, more) = if timed_out {
+        (
+            "stopped at the time limit",
+            "",
+            ". Allow more time (`--time-limit`) to prove the optimum",
+        )
+    } else {
+        (
+            "costs per purchase make the optimum slow to prove",
+            " with those costs",
+            "",
+        )
+    };
     format!(
-        "stopped at the time limit: this is the best plan found, at ${:.2}; no plan can cost less than ${:.2} (gap {gap:.4} %). Allow more time (`--time-limit`) to prove the optimum",
+        "{why}: this is the best plan found, at ${:.2}{costs}; no plan can cost less than ${:.2} (gap {gap:.4} %){more}",
         solution.expected_cost, solution.bound
     )
 }
@@ -137,6 +156,9 @@ struct Outcome {
     short: Vec<String>,
     /// Some of `short` ran out of time rather than proving that no plan exists.
     out_of_time: bool,
+    /// The time limit was reached. A plan not proven optimal without it stopped at the
+    /// branch-and-bound budget for costs per purchase ([`charges`]).
+    timed_out: bool,
 }
 
 impl Outcome {
@@ -156,7 +178,7 @@ impl Outcome {
             Status::Feasible
         };
         if solution.status == Status::Feasible && solution.message.is_none() {
-            solution.message = Some(stopped_early(&solution));
+            solution.message = Some(not_proven(&solution, self.timed_out));
         }
         solution
     }
@@ -236,6 +258,7 @@ fn run(v: &Validated, scopes: Vec<Scope>, options: &SolveOptions) -> Outcome {
     results.sort_by_key(|(i, _)| *i);
     let mut outcome = Outcome {
         proven: true,
+        timed_out: deadline.is_some_and(|d| Instant::now() >= d),
         ..Default::default()
     };
     for result in results.into_iter().flat_map(|(_, r)| r) {
@@ -278,12 +301,14 @@ fn solve_pool(
     }
     let started = Instant::now();
     let model = PoolModel::build(&data, Mode::Cost);
+    let charged = data.terms.iter().any(|t| t.pieces.is_some());
     let limits = MipLimits {
         time_limit: deadline.map(|d| d.saturating_duration_since(Instant::now())),
         rel_gap: options.rel_gap,
         log: options.solver_log,
-        cuts: data.terms.iter().any(|t| t.pieces.is_some()),
+        cuts: charged,
         cutoff: None,
+        node_limit: charged.then(|| charges::node_limit(model.mip.num_cols())),
     };
     let pool = v.problem().pools[scope.pool].as_str();
     options.observer.started(progress::PoolStarted {
@@ -291,8 +316,8 @@ fn solve_pool(
         columns: model.mip.num_cols(),
         rows: model.mip.num_rows(),
     });
-    let start = first_plan(&data, &model, limits);
-    let result = mip::solve_from(&model.mip, limits, start.as_deref());
+    let start = charges::first_plan(&data, &model, limits);
+    let result = mip::solve_from(&model.mip, limits, start.as_ref().map(|s| s.0.as_slice()));
     options.observer.finished(progress::PoolFinished {
         pool,
         status: match result.status {
@@ -324,6 +349,7 @@ fn solve_pool(
         nonzeros = model.mip.num_nonzeros(),
         integer_segments = model.integer_segments,
         status = ?result.status,
+        first_plan = start.as_ref().map(|s| s.1),
         seconds = started.elapsed().as_secs_f64(),
         "pool solved"
     );
@@ -351,45 +377,6 @@ fn solve_pool(
             PoolOutcome::Short(diagnose::message(v, &data, &missing, false))
         }
     }
-}
-
-/// A feasible point of `model` to start branch and bound from, for a pool whose purchases come
-/// in pieces with a cost or a minimum: the optimum without them (fast, as its relaxation is
-/// almost always whole), bought in the fewest pieces the rules allow. With fixed charges, the
-/// relaxation is far from whole and Cbc's own heuristics may find no good plan for minutes; from
-/// this one, branch and bound only looks for cheaper plans. `None` without pieces, or when no
-/// such point is found.
-fn first_plan(data: &PoolData, model: &PoolModel, limits: MipLimits) -> Option<Vec<f64>> {
-    if data.terms.iter().all(|t| t.pieces.is_none()) {
-        return None;
-    }
-    let mut plain = data.clone();
-    for t in &mut plain.terms {
-        t.pieces = None;
-    }
-    let plain_model = PoolModel::build(&plain, Mode::Cost);
-    let cheap = mip::solve(
-        &plain_model.mip,
-        MipLimits {
-            cuts: false,
-            cutoff: None,
-            ..limits
-        },
-    );
-    if cheap.values.is_empty() {
-        return None;
-    }
-    let fixed = model.fixed_to(&plain_model.chosen(&cheap.values));
-    let point = mip::solve(
-        &fixed,
-        MipLimits {
-            cuts: false,
-            cutoff: None,
-            ..limits
-        },
-    );
-    tracing::debug!(status = ?point.status, "a first plan without costs per purchase");
-    matches!(point.status, MipStatus::Optimal | MipStatus::Feasible).then_some(point.values)
 }
 
 /// When the time runs out before any plan was found: the cheapest plan without terms (which the

@@ -450,6 +450,11 @@ impl<'a> PoolModel<'a> {
         mip
     }
 
+    /// `[t][s]`: the column of the purchase of `data.terms[t]` at its start `s`.
+    pub fn purchase_columns(&self) -> &[Vec<usize>] {
+        &self.n_cols
+    }
+
     /// The purchases in `values`: `(index into data.terms, index into its starts, instances)`.
     pub fn chosen(&self, values: &[f64]) -> Vec<(usize, usize, u32)> {
         let mut out = Vec::new();

@@ -42,7 +42,7 @@ int gpucap_mip_cbc_solve(int num_cols, int num_rows, const int *col_start,
                          const double *objective, const double *row_lower,
                          const double *row_upper, const unsigned char *integer,
                          double rel_gap, double abs_gap, double time_limit,
-                         int log_level, int cuts, double cutoff, const double *start, double *solution, double *objective_value,
+                         int log_level, int cuts, double cutoff, int node_limit, const double *start, double *solution, double *objective_value,
                          double *bound) {
   try {
     OsiClpSolverInterface solver;
@@ -65,6 +65,9 @@ int gpucap_mip_cbc_solve(int num_cols, int num_rows, const int *col_start,
     model.setUseElapsedTime(true);
     if (time_limit > 0.0) {
       model.setMaximumSeconds(time_limit);
+    }
+    if (node_limit >= 0) {
+      model.setMaximumNodes(node_limit);
     }
     if (cutoff < 1e30) {
       model.setCutoff(cutoff);

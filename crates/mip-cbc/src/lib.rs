@@ -50,6 +50,9 @@ pub struct Limits {
     /// branch and bound prunes every node whose bound reaches it, and `Infeasible` then means
     /// that no cheaper plan exists.
     pub cutoff: Option<f64>,
+    /// Stop branch and bound after this many nodes (`Feasible` if a plan is known). Unlike a
+    /// time limit, the same problem then gives the same answer on any machine.
+    pub node_limit: Option<u32>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -103,6 +106,7 @@ unsafe extern "C" {
         log_level: c_int,
         cuts: c_int,
         cutoff: c_double,
+        node_limit: c_int,
         start: *const c_double,
         solution: *mut c_double,
         objective_value: *mut c_double,
@@ -162,6 +166,9 @@ pub fn solve(problem: &Problem<'_>, limits: &Limits) -> Result<Solution, Error> 
             limits
                 .cutoff
                 .map_or(f64::INFINITY, |c| c.clamp(-1e30, 1e30)),
+            limits
+                .node_limit
+                .map_or(-1, |n| c_int::try_from(n).unwrap_or(c_int::MAX)),
             problem.start.map_or(std::ptr::null(), <[f64]>::as_ptr),
             values.as_mut_ptr(),
             &mut objective,
@@ -224,6 +231,7 @@ mod tests {
             log: false,
             cuts: false,
             cutoff: None,
+            node_limit: None,
         }
     }
 
