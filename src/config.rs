@@ -420,18 +420,22 @@ pub struct Planning {
     pub min_purchase_instances: Option<u32>,
     /// What making one purchase costs the organisation, in USD, besides its price: the plan
     /// counts it for every purchase, so it buys fewer, larger blocks where many small ones
-    /// would save less than the work they take. Default 250: a purchase takes a person about
-    /// an hour to review against the plan and make, and an approver about an hour to sign
-    /// off; at the US median wage of software developers ($63.59 an hour, BLS Occupational
-    /// Outlook Handbook, May 2023) and wages being about 70 % of employer cost (BLS Employer
-    /// Costs for Employee Compensation), that is about $90 an hour each, some $180, rounded up
-    /// for the follow-up (checking the capacity arrived, the invoice).
+    /// would save less than the work they take. 0 plans by price alone (and proves the optimum).
     ///
-    /// The default is 0 (plan by price alone) for now, and $250 is the recommended setting:
-    /// a cost per purchase is a fixed charge, which makes the solve much harder — on the
-    /// quickstart (3,601 candidate purchases) the solver did not prove the optimum within its
-    /// 10-minute limit (gap 0.14 %, measured 2026-11-25 on a loaded 2-core machine), where it
-    /// proves the plan without it in about a second.
+    /// Default 1,000: about 11 hours of an engineer's time per purchase. Reviewing it against
+    /// the plan and making it (1 h); an approver's sign-off (1 h); launching the instances into
+    /// the reservation when it starts and joining them to the cluster (2 h); the GPU health
+    /// checks new nodes get before training is scheduled on them (3 h); moving the work off
+    /// before the cloud takes the capacity back at the end (2 h); checking the invoice line
+    /// against the plan (1 h); and the hour a purchase that slips past its start costs in
+    /// follow-up (1 h). An hour is about $90: the US median wage of software developers,
+    /// $63.59 an hour (BLS Occupational Outlook Handbook, May 2023), over wages' 70 % share of
+    /// employer cost (BLS Employer Costs for Employee Compensation) — some $990, rounded.
+    /// These hours are gpucap's estimate, not a published figure: set your own.
+    ///
+    /// With a cost per purchase the optimum is slow to prove (a fixed charge), so the plan is
+    /// the best found by slope scaling and a bounded search, and says how far from optimal it
+    /// may be (README, "Fewer, larger purchases").
     #[serde(default = "default_cost_per_purchase")]
     pub cost_per_purchase: f64,
 }
@@ -447,8 +451,8 @@ impl Default for Planning {
     }
 }
 
-/// See [`Planning::cost_per_purchase`]: 0 until fixed charges solve fast at quickstart scale.
-pub const DEFAULT_COST_PER_PURCHASE: f64 = 0.0;
+/// See [`Planning::cost_per_purchase`].
+pub const DEFAULT_COST_PER_PURCHASE: f64 = 1_000.0;
 
 fn default_cost_per_purchase() -> f64 {
     DEFAULT_COST_PER_PURCHASE
@@ -1210,7 +1214,7 @@ mod tests {
         assert_eq!(c.scenarios.len(), 3);
         assert_eq!(c.output.dir, PathBuf::from("gpucap-out"));
         assert_eq!(c.demand.buffer, 0.0);
-        assert_eq!(c.planning.cost_per_purchase, 0.0);
+        assert_eq!(c.planning.cost_per_purchase, 1_000.0);
         assert_eq!(c.planning.min_purchase_instances, None);
     }
 
