@@ -232,14 +232,7 @@ mod tests {
         let v = staircase(500.0);
         let data = PoolData::new(&v, &Scope::full(0));
         let model = PoolModel::build(&data, Mode::Cost);
-        let limits = MipLimits {
-            time_limit: None,
-            rel_gap: 1e-9,
-            log: false,
-            cuts: false,
-            cutoff: None,
-            node_limit: None,
-        };
+        let limits = MipLimits::plain(None);
         let (values, cost) = first_plan(&data, &model, limits).expect("a first plan");
         assert!((cost + model.constant - 28_504.0).abs() < 1e-6, "{cost}");
         assert_eq!(model.chosen(&values).len(), 2);

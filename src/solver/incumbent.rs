@@ -598,14 +598,7 @@ fn together(
     }
     let result = mip::solve(
         &mip,
-        MipLimits {
-            time_limit: deadline.map(|d| d.saturating_duration_since(Instant::now())),
-            rel_gap: 1e-9,
-            log: false,
-            cuts: false,
-            cutoff: None,
-            node_limit: None,
-        },
+        MipLimits::plain(deadline.map(|d| d.saturating_duration_since(Instant::now()))),
     );
     if !matches!(result.status, MipStatus::Optimal | MipStatus::Feasible) {
         return None;
@@ -750,17 +743,7 @@ mod tests {
         let offsets: Vec<usize> = models.iter().map(|m| joint.append(&m.mip)).collect();
         coupled::add_shared_rows(&v, &data, &models, &offsets, &mut joint);
         joint.integer.fill(false);
-        let relaxed = mip::solve(
-            &joint,
-            MipLimits {
-                time_limit: None,
-                rel_gap: 1e-9,
-                log: false,
-                cuts: false,
-                cutoff: None,
-                node_limit: None,
-            },
-        );
+        let relaxed = mip::solve(&joint, MipLimits::plain(None));
         assert_eq!(relaxed.status, MipStatus::Optimal);
         let chosen =
             super::rounded_up(&models, &offsets, &relaxed.values).expect("whole purchases");

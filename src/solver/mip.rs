@@ -117,6 +117,20 @@ pub(crate) struct MipLimits {
     pub node_limit: Option<u32>,
 }
 
+impl MipLimits {
+    /// Solve to a relative gap of 1e-9 within `time_limit`: no log, cuts, cutoff or node limit.
+    pub fn plain(time_limit: Option<Duration>) -> Self {
+        MipLimits {
+            time_limit,
+            rel_gap: 1e-9,
+            log: false,
+            cuts: false,
+            cutoff: None,
+            node_limit: None,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum MipStatus {
     /// Solved to the requested gap.
