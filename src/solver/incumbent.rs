@@ -155,7 +155,7 @@ impl Search<'_> {
     ) -> Option<(Vec<Mixes>, f64)> {
         let data = self.data;
         let hour = data[0].timeline.start(j);
-        let held = self.limits.held(data, chosen, hour)?;
+        let held = self.limits.held(data, chosen, hour).ok()?;
         let term: Vec<u64> = data
             .iter()
             .zip(chosen)
@@ -234,7 +234,7 @@ impl Search<'_> {
             .collect();
         for j in 0..timeline.segments() {
             let hour = timeline.start(j);
-            while let Some(broken) = self.limits.broken(data, chosen, hour) {
+            while let Err(broken) = self.limits.held(data, chosen, hour) {
                 // (loss per unit of the limit freed, pool, purchase, instances left)
                 let mut best: Option<(f64, usize, usize, u32)> = None;
                 for (i, d) in data.iter().enumerate() {
@@ -465,28 +465,9 @@ impl Limits {
         }
     }
 
-    /// Per limit, the weight the purchases hold in `hour`; `None` when that alone passes a cap
-    /// or a term offer's maximum.
+    /// Per limit, the weight the purchases hold in `hour`, or the first limit they break there
+    /// by themselves (a cap, or a term offer's maximum).
     fn held(
-        &self,
-        data: &[PoolData],
-        chosen: &[Vec<(usize, usize, u32)>],
-        hour: u32,
-    ) -> Option<Vec<u64>> {
-        self.holding(data, chosen, hour).ok()
-    }
-
-    /// [`Limits::held`], or the first limit the purchases break in `hour`.
-    fn broken(
-        &self,
-        data: &[PoolData],
-        chosen: &[Vec<(usize, usize, u32)>],
-        hour: u32,
-    ) -> Option<Broken> {
-        self.holding(data, chosen, hour).err()
-    }
-
-    fn holding(
         &self,
         data: &[PoolData],
         chosen: &[Vec<(usize, usize, u32)>],
