@@ -56,7 +56,7 @@ pub(crate) fn first_plan(
     model: &PoolModel,
     limits: MipLimits,
 ) -> Option<(Vec<f64>, f64)> {
-    if data.terms.iter().all(|t| t.pieces.is_none()) {
+    if !data.has_pieces() {
         return None;
     }
     let started = Instant::now();
@@ -122,12 +122,7 @@ pub(crate) fn first_plan(
             },
         );
         if matches!(point.status, MipStatus::Optimal | MipStatus::Feasible) {
-            let cost: f64 = fixed
-                .cost
-                .iter()
-                .zip(&point.values)
-                .map(|(c, x)| c * x)
-                .sum();
+            let cost = fixed.objective(&point.values);
             tracing::debug!(round, purchases = chosen.len(), cost, "slope scaling");
             if best.as_ref().is_none_or(|(_, b)| cost < *b) {
                 best = Some((point.values, cost));
@@ -138,9 +133,8 @@ pub(crate) fn first_plan(
             for (s, start) in term.starts.iter().enumerate() {
                 let per_instance = match made[t][s] {
                     Some(n) => {
-                        let largest = p.max.unwrap_or(start.upper).min(start.upper).max(1);
                         let n = n.max(p.min.max(1));
-                        p.cost * f64::from(n.div_ceil(largest)) / f64::from(n)
+                        p.cost * f64::from(n.div_ceil(p.largest(start))) / f64::from(n)
                     }
                     None if round == 0 => p.cost,
                     None => continue,

@@ -181,10 +181,7 @@ pub(crate) fn solve_group(
     let offsets: Vec<usize> = models.iter().map(|m| mip.append(&m.mip)).collect();
     add_shared_rows(v, &data, &models, &offsets, &mut mip);
     let constant: f64 = models.iter().map(|m| m.constant).sum();
-    let charged = data
-        .iter()
-        .flat_map(|d| &d.terms)
-        .any(|t| t.pieces.is_some());
+    let charged = data.iter().any(PoolData::has_pieces);
     let limits = |cutoff: Option<f64>, until: Option<Instant>| MipLimits {
         time_limit: until.map(|d| d.saturating_duration_since(Instant::now())),
         rel_gap: options.rel_gap,

@@ -73,6 +73,11 @@ impl Mip {
         self.entries.len()
     }
 
+    /// `cost·values`, the objective at a point (one value per column).
+    pub fn objective(&self, values: &[f64]) -> f64 {
+        self.cost.iter().zip(values).map(|(c, x)| c * x).sum()
+    }
+
     pub fn row(&self, r: usize) -> &[(usize, f64)] {
         &self.entries[self.row_start[r]..self.row_start[r + 1]]
     }

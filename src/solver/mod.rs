@@ -301,7 +301,7 @@ fn solve_pool(
     }
     let started = Instant::now();
     let model = PoolModel::build(&data, Mode::Cost);
-    let charged = data.terms.iter().any(|t| t.pieces.is_some());
+    let charged = data.has_pieces();
     let limits = MipLimits {
         time_limit: deadline.map(|d| d.saturating_duration_since(Instant::now())),
         rel_gap: options.rel_gap,
@@ -326,16 +326,8 @@ fn solve_pool(
             MipStatus::NoSolution => "no plan yet",
             MipStatus::Infeasible => "infeasible",
         },
-        cost: (!result.values.is_empty()).then(|| {
-            let cost: f64 = model
-                .mip
-                .cost
-                .iter()
-                .zip(&result.values)
-                .map(|(c, x)| c * x)
-                .sum();
-            cost + model.constant
-        }),
+        cost: (!result.values.is_empty())
+            .then(|| model.mip.objective(&result.values) + model.constant),
         bound: result.bound + model.constant,
         seconds: started.elapsed().as_secs_f64(),
     });

@@ -432,8 +432,7 @@ impl<'a> PoolModel<'a> {
             let (n, k) = match self.data.terms[t].pieces {
                 None => (n, None),
                 Some(p) => {
-                    let largest = p.max.unwrap_or(start.upper).min(start.upper).max(1);
-                    let k = n.div_ceil(largest);
+                    let k = n.div_ceil(p.largest(start));
                     (n.max(p.min.max(1) * k), Some(k))
                 }
             };

@@ -74,6 +74,14 @@ pub(crate) struct Pieces {
     pub cost: f64,
 }
 
+impl Pieces {
+    /// The most instances one piece of a purchase at `start` holds: the maximum, or without
+    /// one the purchase's own upper bound (never above it, never 0).
+    pub fn largest(&self, start: &Start) -> u32 {
+        self.max.unwrap_or(start.upper).min(start.upper).max(1)
+    }
+}
+
 /// An on-demand or spot offer as one scenario sees it.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct HourlyOffer {
@@ -107,6 +115,11 @@ pub(crate) struct PoolData {
 }
 
 impl PoolData {
+    /// Some term offer comes in v2 pieces (a cost or a minimum per purchase).
+    pub fn has_pieces(&self) -> bool {
+        self.terms.iter().any(|t| t.pieces.is_some())
+    }
+
     pub fn new(v: &Validated, scope: &Scope) -> Self {
         let p = scope.pool;
         let problem = v.problem();
