@@ -639,15 +639,19 @@ mod tests {
      ]
     }"#;
 
+    /// Each pool's cost model, as `coupled::solve_group` builds them.
+    fn cost_models(data: &[PoolData]) -> Vec<PoolModel<'_>> {
+        data.iter()
+            .map(|d| PoolModel::build(d, Mode::Cost))
+            .collect()
+    }
+
     #[test]
     fn own_purchases_that_break_a_cap_across_purchases_are_shrunk_to_a_plan_within_it() {
         let v = validate(parse(CAPPED, Path::new("capped.json")).expect("parses")).expect("valid");
         let scopes: Vec<Scope> = (0..2).map(Scope::full).collect();
-        let data: Vec<PoolData> = coupled::common_timeline(&v, &scopes);
-        let models: Vec<PoolModel> = data
-            .iter()
-            .map(|d| PoolModel::build(d, Mode::Cost))
-            .collect();
+        let data = coupled::common_timeline(&v, &scopes);
+        let models = cost_models(&data);
         let alone: Vec<PoolPlan> = scopes
             .iter()
             .map(
@@ -715,11 +719,8 @@ mod tests {
         let v =
             validate(parse(text, Path::new("shared-quota.json")).expect("parses")).expect("valid");
         let scopes: Vec<Scope> = (0..2).map(Scope::full).collect();
-        let data: Vec<PoolData> = coupled::common_timeline(&v, &scopes);
-        let models: Vec<PoolModel> = data
-            .iter()
-            .map(|d| PoolModel::build(d, Mode::Cost))
-            .collect();
+        let data = coupled::common_timeline(&v, &scopes);
+        let models = cost_models(&data);
         let mut joint = Mip::new();
         let offsets: Vec<usize> = models.iter().map(|m| joint.append(&m.mip)).collect();
         coupled::add_shared_rows(&v, &data, &models, &offsets, &mut joint);
