@@ -51,10 +51,15 @@ pub(crate) const FEW_NODES: u32 = 10;
 /// new ones, and drops those not worth their charge. Prices only rise, so the rounds settle.
 /// When a plan repeats, the purchases not made cost half as much as before, so that later
 /// rounds may try them again, [`SETTLES`] times in all.
+///
+/// `constrain` adds to the model without pieces the rows `model` has beyond its own (the
+/// limits on the pool's terms, `super::coupled::add_own_limits`), so that every round keeps
+/// them.
 pub(crate) fn first_plan(
     data: &PoolData,
     model: &PoolModel,
     limits: MipLimits,
+    constrain: &dyn Fn(&PoolData, &mut PoolModel),
 ) -> Option<(Vec<f64>, f64)> {
     if !data.has_pieces() {
         return None;
@@ -67,6 +72,7 @@ pub(crate) fn first_plan(
         t.pieces = None;
     }
     let mut plain = PoolModel::build(&plain_data, Mode::Cost);
+    constrain(&plain_data, &mut plain);
     let price = plain.mip.cost.clone();
     let columns = plain.purchase_columns().to_vec();
     // Per purchase column, the charge per instance added in this round.
@@ -227,13 +233,13 @@ mod tests {
         let data = PoolData::new(&v, &Scope::full(0));
         let model = PoolModel::build(&data, Mode::Cost);
         let limits = MipLimits::plain(None);
-        let (values, cost) = first_plan(&data, &model, limits).expect("a first plan");
+        let (values, cost) = first_plan(&data, &model, limits, &|_, _| {}).expect("a first plan");
         assert!((cost + model.constant - 28_504.0).abs() < 1e-6, "{cost}");
         assert_eq!(model.chosen(&values).len(), 2);
         // Without pieces there is nothing to spread.
         let plain = staircase(0.0);
         let data = PoolData::new(&plain, &Scope::full(0));
         let model = PoolModel::build(&data, Mode::Cost);
-        assert!(first_plan(&data, &model, limits).is_none());
+        assert!(first_plan(&data, &model, limits, &|_, _| {}).is_none());
     }
 }

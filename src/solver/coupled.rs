@@ -332,12 +332,77 @@ pub(crate) fn solve_group(
             "no plan for pools {} (coupled by shared limits) was found in the time limit; allow more time",
             names(v, scopes)
         ))],
-        (MipStatus::Infeasible, None) => vec![PoolOutcome::Short(format!(
+        (MipStatus::Infeasible, None) => vec![PoolOutcome::Short(beyond_limits(v, scopes))],
+    }
+}
+
+/// Why pools that could each be covered alone cannot be covered within their shared limits.
+pub(crate) fn beyond_limits(v: &Validated, scopes: &[Scope]) -> String {
+    if let [scope] = scopes {
+        format!(
+            "the demand of pool `{}` cannot be covered within the limits {}: it could be covered without them",
+            v.problem().pools[scope.pool],
+            limit_names(v, scopes)
+        )
+    } else {
+        format!(
             "the demand of pools {} cannot be covered within the shared limits {}: each pool could be covered alone, but not all of them at once",
             names(v, scopes),
             limit_names(v, scopes)
-        ))],
+        )
     }
+}
+
+/// Whether `group` is one pool whose limits count only its term offers (an account's cap on
+/// capacity-block instances, say). Such a pool needs no joint program: its hourly offers are in
+/// no limit, so the least-cost curve is still their exact second stage, and its own model with
+/// the limits as rows ([`add_own_limits`]) is the group's program of one pool. Unless they are
+/// [`likely_to_bind`], it is solved without the rows first (they slow a solve where they do not
+/// bind), and with them, in the same model, only when that plan breaks them
+/// (`super::solve_pool`).
+pub(crate) fn own_term_limits(v: &Validated, group: &[Scope]) -> bool {
+    let [scope] = group else {
+        return false;
+    };
+    let problem = v.problem();
+    v.shared_limits().iter().all(|limit| {
+        limit
+            .offers
+            .iter()
+            .all(|&(o, _)| v.pool_of(o) != scope.pool || problem.offers[o].kind == OfferKind::Term)
+    })
+}
+
+/// Whether some limit on `data`'s pool would be broken if its term instances covered its peak
+/// demand (in every hour, scenario and offer of the limit): a guess at whether the limits bind,
+/// which only decides whether the pool is solved with them first (`super::solve_pool`).
+pub(crate) fn likely_to_bind(v: &Validated, data: &PoolData) -> bool {
+    let peak = data.total.iter().flatten().copied().max().unwrap_or(0);
+    let offers = &v.problem().offers;
+    v.shared_limits().iter().any(|limit| {
+        limit
+            .offers
+            .iter()
+            .filter(|&&(o, _)| v.pool_of(o) == data.pool)
+            .map(|&(o, w)| {
+                u64::from(w).saturating_mul(peak.div_ceil(u64::from(offers[o].gpus_per_instance)))
+            })
+            .max()
+            .is_some_and(|held| held > limit.cap)
+    })
+}
+
+/// Adds the limits on `data`'s pool to its own model as rows (see [`own_term_limits`]).
+pub(crate) fn add_own_limits(v: &Validated, data: &PoolData, model: &mut PoolModel) {
+    let mut mip = std::mem::take(&mut model.mip);
+    add_shared_rows(
+        v,
+        std::slice::from_ref(data),
+        std::slice::from_ref(model),
+        &[0],
+        &mut mip,
+    );
+    model.mip = mip;
 }
 
 /// One outcome per pool of the group, the group's bound carried by the first.
@@ -495,6 +560,7 @@ mod tests {
                     &crate::solver::pool::Scope::full(p),
                     &SolveOptions::default(),
                     None,
+                    crate::solver::Limits::Dropped,
                 )
             })
             .collect()
@@ -520,5 +586,160 @@ mod tests {
         let tight =
             validate(parse(text, Path::new("shared-quota.json")).expect("parses")).expect("valid");
         assert!(!super::alone_suffices(&tight, &each_pool_alone(&tight)));
+    }
+
+    /// One pool with a cap on its block instances ($1,600 for 48 hours, at the `starts` given),
+    /// its firm demand in GPUs (`[from, to, gpus]` segments) and on-demand at a price per
+    /// instance-hour.
+    fn capped_pool(
+        cap: u32,
+        cost_per_purchase: f64,
+        on_demand: Option<f64>,
+        starts: &str,
+        firm: &str,
+    ) -> crate::problem::Validated {
+        let on_demand = on_demand.map_or(String::new(), |price| {
+            format!(
+                r#"{{"id": "east/on-demand", "pool": "east", "kind": "on_demand", "gpus_per_instance": 8,
+                   "price_per_instance_hour": {price}}},"#
+            )
+        });
+        let text = format!(
+            r#"{{
+             "schema": "gpucap.problem/v2",
+             "start": "2027-01-04T00:00:00Z",
+             "hours": 168,
+             "pools": ["east"],
+             "offers": [
+              {on_demand}
+              {{"id": "east/block", "pool": "east", "kind": "term", "gpus_per_instance": 8,
+               "price_per_instance_hour": 0.0, "upfront_per_instance": 1600.0, "term_hours": 48,
+               "starts": {starts}, "max_purchase_instances": 4,
+               "cost_per_purchase": {cost_per_purchase}}}
+             ],
+             "scenarios": [
+              {{"name": "expected", "probability": 1.0, "demand": {{"east": {{"firm": {firm}}}}}}}
+             ],
+             "shared_limits": [
+              {{"id": "blocks", "unit": "instances", "cap": {cap},
+               "offers": {{"east/block": 1}}, "reason": "the account's cap across blocks"}}
+             ]
+            }}"#
+        );
+        validate(parse(&text, Path::new("own-cap.json")).expect("parses")).expect("valid")
+    }
+
+    /// 10 instances needed in hours 0-96, where blocks beat on-demand ($50 an hour), with a cap
+    /// of 6 block instances.
+    fn own_cap(cap: u32, cost_per_purchase: f64, on_demand: bool) -> crate::problem::Validated {
+        capped_pool(
+            cap,
+            cost_per_purchase,
+            on_demand.then_some(50.0),
+            r#"{"from": 0, "to": 168, "step": 24}"#,
+            "[[0, 96, 80]]",
+        )
+    }
+
+    /// The old way for a group of one pool: alone without its limits, then jointly.
+    fn alone_then_group(v: &crate::problem::Validated) -> f64 {
+        let alone = each_pool_alone(v);
+        assert!(!super::alone_suffices(v, &alone), "the cap binds");
+        let scopes = [crate::solver::pool::Scope::full(0)];
+        let outcomes = super::solve_group(v, &scopes, &alone, &SolveOptions::default(), None);
+        let plans: Vec<_> = outcomes
+            .into_iter()
+            .map(|o| match o {
+                super::PoolOutcome::Planned { plan, proven, .. } => {
+                    assert!(proven, "the group is proven optimal");
+                    plan
+                }
+                _ => panic!("the group has a plan"),
+            })
+            .collect();
+        crate::solver::plan::solution(v, &plans).expected_cost
+    }
+
+    #[test]
+    fn a_pool_whose_limits_are_on_its_own_terms_and_likely_to_bind_is_solved_with_them() {
+        let v = own_cap(6, 0.0, true);
+        let scope = crate::solver::pool::Scope::full(0);
+        assert!(super::own_term_limits(&v, std::slice::from_ref(&scope)));
+        let data = crate::solver::pool::PoolData::new(&v, &scope);
+        assert!(super::likely_to_bind(&v, &data), "10 instances at the peak");
+        let solution = solve(&v, &SolveOptions::default());
+        assert_eq!(solution.status, Status::Optimal, "{solution:?}");
+        // 6 blocks in hours 0-48 and 48-96 ($19,200) and 4 on-demand for 96 hours ($19,200);
+        // without the cap, 10 blocks twice ($32,000).
+        assert!(
+            (solution.expected_cost - 38_400.0).abs() < 1e-6,
+            "{solution:?}"
+        );
+        assert!(
+            (solution.expected_cost - alone_then_group(&v)).abs() < 1e-6,
+            "the same optimum as alone and then as a group"
+        );
+        let held: u32 = solution
+            .purchases
+            .iter()
+            .filter(|p| p.start_hour == 0)
+            .map(|p| p.instances)
+            .sum();
+        assert_eq!(held, 6);
+    }
+
+    #[test]
+    fn slope_scaling_keeps_a_pool_s_own_limits() {
+        // $500 a purchase of at most 4 instances: 6 instances are 2 purchases per window.
+        let v = own_cap(6, 500.0, true);
+        let solution = solve(&v, &SolveOptions::default());
+        assert!(
+            matches!(solution.status, Status::Optimal | Status::Feasible),
+            "{solution:?}"
+        );
+        let at_zero: u32 = solution
+            .purchases
+            .iter()
+            .filter(|p| p.start_hour < 48)
+            .map(|p| p.instances)
+            .sum();
+        assert!(at_zero <= 6, "{solution:?}");
+        // 6 blocks a window in 2 pieces cost 2 × $1,000 more than by price: still cheaper than
+        // on-demand for those 6 ($28,800 for 96 hours).
+        assert!(
+            (solution.expected_cost - 40_400.0).abs() < 1e-6,
+            "{solution:?}"
+        );
+        assert!((solution.expected_cost - alone_then_group(&v)).abs() < 1e-6);
+    }
+
+    #[test]
+    fn a_pool_that_its_own_limits_leave_short_says_so() {
+        let v = own_cap(6, 0.0, false);
+        let solution = solve(&v, &SolveOptions::default());
+        assert_eq!(solution.status, Status::Infeasible, "{solution:?}");
+        let message = solution.message.expect("a message");
+        assert!(
+            message
+                .contains("pool `east` cannot be covered within the limits `blocks` (6 instances)"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn a_pool_whose_own_limits_bind_where_its_peak_does_not_reach_them_is_solved_again_with_them() {
+        // 6 instances in hours 12-60, blocks starting at 0 or 24 only: at $200 an hour
+        // on-demand, two overlapping blocks are cheapest ($19,200), holding 12 in hours 24-48;
+        // with a cap of 6, one block and 12 hours of on-demand ($9,600 + $14,400).
+        let v = capped_pool(6, 0.0, Some(200.0), "[0, 24]", "[[12, 60, 48]]");
+        let data = crate::solver::pool::PoolData::new(&v, &crate::solver::pool::Scope::full(0));
+        assert!(!super::likely_to_bind(&v, &data), "the peak is 6 instances");
+        let solution = solve(&v, &SolveOptions::default());
+        assert_eq!(solution.status, Status::Optimal, "{solution:?}");
+        assert!(
+            (solution.expected_cost - 24_000.0).abs() < 1e-6,
+            "{solution:?}"
+        );
+        assert!((solution.expected_cost - alone_then_group(&v)).abs() < 1e-6);
     }
 }

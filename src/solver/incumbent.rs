@@ -605,7 +605,7 @@ mod tests {
     use crate::solver::model::PoolPlan;
     use crate::solver::model::{Mode, PoolModel};
     use crate::solver::pool::{PoolData, Scope};
-    use crate::solver::{PoolOutcome, SolveOptions, coupled, solve, solve_pool};
+    use crate::solver::{Limits, PoolOutcome, SolveOptions, coupled, solve, solve_pool};
 
     /// Two pools, each covered most cheaply by 48-hour blocks, that share a cap of 6 block
     /// instances: east needs 6 instances in hours 0-96, west 4 in hours 24-120, so their own
@@ -655,7 +655,7 @@ mod tests {
         let alone: Vec<PoolPlan> = scopes
             .iter()
             .map(
-                |s| match solve_pool(&v, s, &SolveOptions::default(), None) {
+                |s| match solve_pool(&v, s, &SolveOptions::default(), None, Limits::Dropped) {
                     PoolOutcome::Planned { plan, .. } => plan,
                     _ => panic!("each pool alone has a plan"),
                 },

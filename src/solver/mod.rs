@@ -4,7 +4,9 @@
 //! How it works, and why it is exact:
 //! 1. Pools share nothing, so each pool is solved on its own (in parallel). Only v2's shared
 //!    limits join pools: the pools joined by them are solved together in one program, on a
-//!    common timeline ([`coupled`], whose doc says why that stays exact).
+//!    common timeline ([`coupled`], whose doc says why that stays exact). A pool whose limits
+//!    count only its own term offers is solved alone, with them as rows of its own model
+//!    where its plan without them breaks them.
 //! 2. Hours between consecutive breakpoints (demand changes, allowed term starts and ends) face
 //!    identical constraints, so one variable per segment stands for every hour in it
 //!    ([`timeline`]).
@@ -229,12 +231,14 @@ fn run(v: &Validated, scopes: Vec<Scope>, options: &SolveOptions) -> Outcome {
                         let Some((group, limited)) = scopes.get(i) else {
                             break;
                         };
-                        let outcomes = if *limited {
+                        let outcomes = if *limited && coupled::own_term_limits(v, group) {
+                            vec![solve_pool(v, &group[0], options, deadline, Limits::Own)]
+                        } else if *limited {
                             // Each pool alone first: when those optima keep every shared
                             // limit, they are the group's optimum (`coupled::alone_suffices`).
                             let alone: Vec<PoolOutcome> = group
                                 .iter()
-                                .map(|s| solve_pool(v, s, options, deadline))
+                                .map(|s| solve_pool(v, s, options, deadline, Limits::Dropped))
                                 .collect();
                             if coupled::alone_suffices(v, &alone) {
                                 alone
@@ -242,7 +246,7 @@ fn run(v: &Validated, scopes: Vec<Scope>, options: &SolveOptions) -> Outcome {
                                 coupled::solve_group(v, group, &alone, options, deadline)
                             }
                         } else {
-                            vec![solve_pool(v, &group[0], options, deadline)]
+                            vec![solve_pool(v, &group[0], options, deadline, Limits::Dropped)]
                         };
                         done.push((i, outcomes));
                     }
@@ -282,15 +286,28 @@ fn run(v: &Validated, scopes: Vec<Scope>, options: &SolveOptions) -> Outcome {
     outcome
 }
 
+/// What a pool solved on its own does with the shared limits on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Limits {
+    /// Drops them: a pool without limits, or one of a group whose limits are checked after
+    /// (`coupled::alone_suffices`) and solved jointly where they bind (`coupled::solve_group`).
+    Dropped,
+    /// Keeps them: a pool whose limits count only its own term offers
+    /// (`coupled::own_term_limits`). It is solved without them first; only a plan that breaks
+    /// them is solved again, with them as rows of the same model.
+    Own,
+}
+
 fn solve_pool(
     v: &Validated,
     scope: &Scope,
     options: &SolveOptions,
     deadline: Option<Instant>,
+    limits_on_pool: Limits,
 ) -> PoolOutcome {
-    // Alone, a pool's shared limits are dropped (a group whose limits bind is solved by
-    // `coupled::solve_group`), so its hourly offers need no instance-by-instance model: the
-    // least-cost curve is the exact second stage again.
+    // Alone, no limit counts the pool's hourly offers (they are dropped, or only on its terms),
+    // so its hourly offers need no instance-by-instance model: the least-cost curve is the
+    // exact second stage again.
     let data = PoolData {
         explicit: false,
         ..PoolData::new(v, scope)
@@ -300,24 +317,38 @@ fn solve_pool(
         return PoolOutcome::Short(diagnose::message(v, &data, &over, true));
     }
     let started = Instant::now();
-    let model = PoolModel::build(&data, Mode::Cost);
-    let charged = data.has_pieces();
-    let limits = MipLimits {
-        time_limit: deadline.map(|d| d.saturating_duration_since(Instant::now())),
-        rel_gap: options.rel_gap,
-        log: options.solver_log,
-        cuts: charged,
-        cutoff: None,
-        node_limit: charged.then(|| charges::node_limit(model.mip.num_cols())),
-    };
+    let mut model = PoolModel::build(&data, Mode::Cost);
     let pool = v.problem().pools[scope.pool].as_str();
     options.observer.started(progress::PoolStarted {
         pool,
         columns: model.mip.num_cols(),
         rows: model.mip.num_rows(),
     });
-    let start = charges::first_plan(&data, &model, limits);
-    let result = mip::solve_from(&model.mip, limits, start.as_ref().map(|s| s.0.as_slice()));
+    // Without its limits the model is a relaxation of the one with them: a plan that keeps
+    // them is the answer (its bound stays a bound). The rows slow a solve where they do not
+    // bind (by a third at 1,000 campaigns in `cargo bench --bench plan`), and a solve without
+    // them is wasted where they do (4 s of 16 at 10,000; measured 2026-11-25), so the pool is
+    // solved with them first only where they are likely to bind.
+    let with_limits = |data: &PoolData, model: &mut PoolModel| {
+        coupled::add_own_limits(v, data, model);
+    };
+    let mut limited = limits_on_pool == Limits::Own && coupled::likely_to_bind(v, &data);
+    if limited {
+        with_limits(&data, &mut model);
+    }
+    let no_rows = |_: &PoolData, _: &mut PoolModel| {};
+    let constrain: &dyn Fn(&PoolData, &mut PoolModel) =
+        if limited { &with_limits } else { &no_rows };
+    let mut result = solve_model(&data, &model, options, deadline, constrain);
+    if limits_on_pool == Limits::Own
+        && !limited
+        && matches!(result.status, MipStatus::Optimal | MipStatus::Feasible)
+        && !coupled::keeps_limits(v, &[&model.plan(&result.values)])
+    {
+        with_limits(&data, &mut model);
+        result = solve_model(&data, &model, options, deadline, &with_limits);
+        limited = true;
+    }
     options.observer.finished(progress::PoolFinished {
         pool,
         status: match result.status {
@@ -340,8 +371,8 @@ fn solve_pool(
         rows = model.mip.num_rows(),
         nonzeros = model.mip.num_nonzeros(),
         integer_segments = model.integer_segments,
+        limited,
         status = ?result.status,
-        first_plan = start.as_ref().map(|s| s.1),
         seconds = started.elapsed().as_secs_f64(),
         "pool solved"
     );
@@ -351,34 +382,78 @@ fn solve_pool(
             bound: result.bound + model.constant,
             proven: result.status == MipStatus::Optimal,
         },
-        MipStatus::NoSolution => fallback(v, scope, options, result.bound + model.constant),
+        MipStatus::NoSolution => fallback(
+            v,
+            scope,
+            options,
+            result.bound + model.constant,
+            limits_on_pool,
+        ),
         MipStatus::Infeasible => {
             let elastic = PoolModel::build(&data, Mode::Elastic);
-            let result = mip::solve(
-                &elastic.mip,
-                MipLimits {
-                    time_limit: None,
-                    ..limits
-                },
-            );
+            let result = mip::solve(&elastic.mip, pool_limits(&data, &model, options, None));
             let missing: Vec<Missing> = if result.values.is_empty() {
                 Vec::new()
             } else {
                 elastic.missing(&result.values)
             };
+            if missing.is_empty() && limited {
+                // Covered without its limits (the elastic model has none): they are why not.
+                return PoolOutcome::Short(coupled::beyond_limits(v, std::slice::from_ref(scope)));
+            }
             PoolOutcome::Short(diagnose::message(v, &data, &missing, false))
         }
     }
 }
 
+/// One solve of a pool's `model`: from a first plan by slope scaling when its purchases carry
+/// costs per purchase ([`charges`], whose rounds get the model's extra rows from `constrain`).
+fn solve_model(
+    data: &PoolData,
+    model: &PoolModel,
+    options: &SolveOptions,
+    deadline: Option<Instant>,
+    constrain: &dyn Fn(&PoolData, &mut PoolModel),
+) -> mip::MipResult {
+    let limits = pool_limits(data, model, options, deadline);
+    let start = charges::first_plan(data, model, limits, constrain);
+    tracing::debug!(first_plan = start.as_ref().map(|s| s.1), "slope scaling");
+    mip::solve_from(&model.mip, limits, start.as_ref().map(|s| s.0.as_slice()))
+}
+
+/// The engine's limits for a pool's model: with costs per purchase, cuts and a budget in nodes
+/// ([`charges::node_limit`]).
+fn pool_limits(
+    data: &PoolData,
+    model: &PoolModel,
+    options: &SolveOptions,
+    deadline: Option<Instant>,
+) -> MipLimits {
+    let charged = data.has_pieces();
+    MipLimits {
+        time_limit: deadline.map(|d| d.saturating_duration_since(Instant::now())),
+        rel_gap: options.rel_gap,
+        log: options.solver_log,
+        cuts: charged,
+        cutoff: None,
+        node_limit: charged.then(|| charges::node_limit(model.mip.num_cols())),
+    }
+}
+
 /// When the time runs out before any plan was found: the cheapest plan without terms (which the
 /// capacity check says exists, or the terms would be needed and the model found none).
-fn fallback(v: &Validated, scope: &Scope, options: &SolveOptions, bound: f64) -> PoolOutcome {
+fn fallback(
+    v: &Validated,
+    scope: &Scope,
+    options: &SolveOptions,
+    bound: f64,
+    limits_on_pool: Limits,
+) -> PoolOutcome {
     let hourly_only = Scope {
         terms: pool::Terms::None,
         ..scope.clone()
     };
-    match solve_pool(v, &hourly_only, options, None) {
+    match solve_pool(v, &hourly_only, options, None, limits_on_pool) {
         PoolOutcome::Planned { plan, .. } => PoolOutcome::Planned {
             plan,
             bound: bound.max(0.0),
