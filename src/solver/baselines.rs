@@ -60,7 +60,7 @@ pub fn all_on_demand(v: &Validated, options: &SolveOptions) -> Baseline {
         on_demand: true,
         spot: false,
         terms: Terms::Fixed(owned(v, pool)),
-        cuts: Vec::new(),
+        ..Scope::full(pool)
     });
     baseline("all-on-demand", v, scopes.collect(), options)
 }
@@ -71,7 +71,7 @@ pub fn cheapest_now(v: &Validated, options: &SolveOptions) -> Baseline {
         on_demand: true,
         spot: true,
         terms: Terms::Fixed(owned(v, pool)),
-        cuts: Vec::new(),
+        ..Scope::full(pool)
     });
     baseline("cheapest-now", v, scopes.collect(), options)
 }
@@ -87,7 +87,7 @@ pub fn reserve_the_peak(v: &Validated, options: &SolveOptions) -> Baseline {
                 .chain(peak_purchases(v, pool))
                 .collect(),
         ),
-        cuts: Vec::new(),
+        ..Scope::full(pool)
     });
     baseline("reserve-the-peak", v, scopes.collect(), options)
 }

@@ -36,6 +36,7 @@ mod charges;
 mod coupled;
 mod diagnose;
 mod incumbent;
+mod memo;
 mod mip;
 mod model;
 mod plan;
@@ -50,6 +51,7 @@ use std::time::{Duration, Instant};
 use crate::problem::{Solution, Status, Validated};
 
 pub use baselines::{Baseline, Baselines, baselines};
+pub use memo::Memo;
 
 use mip::{MipLimits, MipStatus};
 use model::{Missing, Mode, PoolModel, PoolPlan};
@@ -75,6 +77,9 @@ pub struct SolveOptions {
     pub solver_log: bool,
     /// Told as each pool starts and ends ([`progress`]).
     pub observer: progress::Observer,
+    /// Pools solved before with these options (or a clone of them), answered again without a
+    /// solve when their data is the same ([`memo`]).
+    pub memo: Memo,
 }
 
 impl Default for SolveOptions {
@@ -85,6 +90,7 @@ impl Default for SolveOptions {
             rel_gap: 1e-8,
             solver_log: false,
             observer: progress::Observer::default(),
+            memo: Memo::default(),
         }
     }
 }
@@ -186,6 +192,7 @@ impl Outcome {
     }
 }
 
+#[derive(Clone)]
 pub(crate) enum PoolOutcome {
     Planned {
         plan: PoolPlan,
@@ -308,6 +315,10 @@ fn solve_pool(
     // Alone, no limit counts the pool's hourly offers (they are dropped, or only on its terms),
     // so its hourly offers need no instance-by-instance model: the least-cost curve is the
     // exact second stage again.
+    let scope = &Scope {
+        with_limits: limits_on_pool == Limits::Own,
+        ..scope.clone()
+    };
     let data = PoolData {
         explicit: false,
         ..PoolData::new(v, scope)
@@ -316,13 +327,26 @@ fn solve_pool(
     if !over.is_empty() {
         return PoolOutcome::Short(diagnose::message(v, &data, &over, true));
     }
+    let pool = v.problem().pools[scope.pool].as_str();
+    // With its limits dropped, the data is the whole program (`memo`).
+    let remembered = limits_on_pool == Limits::Dropped;
+    if remembered && let Some(solved) = options.memo.get(&data, options.rel_gap) {
+        options.observer.started(progress::PoolStarted {
+            pool,
+            columns: solved.columns,
+            rows: solved.rows,
+        });
+        options.observer.finished(solved.finished(pool));
+        tracing::debug!(pool, "pool solved before, with the same data");
+        return solved.outcome;
+    }
     let started = Instant::now();
     let mut model = PoolModel::build(&data, Mode::Cost);
-    let pool = v.problem().pools[scope.pool].as_str();
+    let (columns, rows) = (model.mip.num_cols(), model.mip.num_rows());
     options.observer.started(progress::PoolStarted {
         pool,
-        columns: model.mip.num_cols(),
-        rows: model.mip.num_rows(),
+        columns,
+        rows,
     });
     // Without its limits the model is a relaxation of the one with them: a plan that keeps
     // them is the answer (its bound stays a bound). The rows slow a solve where they do not
@@ -349,7 +373,7 @@ fn solve_pool(
         result = solve_model(&data, &model, options, deadline, &with_limits);
         limited = true;
     }
-    options.observer.finished(progress::PoolFinished {
+    let finished = progress::PoolFinished {
         pool,
         status: match result.status {
             MipStatus::Optimal => "optimal",
@@ -361,7 +385,8 @@ fn solve_pool(
             .then(|| model.mip.objective(&result.values) + model.constant),
         bound: result.bound + model.constant,
         seconds: started.elapsed().as_secs_f64(),
-    });
+    };
+    options.observer.finished(finished);
     tracing::debug!(
         pool = %v.problem().pools[scope.pool],
         segments = data.timeline.segments(),
@@ -377,11 +402,26 @@ fn solve_pool(
         "pool solved"
     );
     match result.status {
-        MipStatus::Optimal | MipStatus::Feasible => PoolOutcome::Planned {
-            plan: model.plan(&result.values),
-            bound: result.bound + model.constant,
-            proven: result.status == MipStatus::Optimal,
-        },
+        MipStatus::Optimal | MipStatus::Feasible => {
+            let outcome = PoolOutcome::Planned {
+                plan: model.plan(&result.values),
+                bound: result.bound + model.constant,
+                proven: result.status == MipStatus::Optimal,
+            };
+            if remembered && deadline.is_none_or(|d| Instant::now() < d) {
+                options.memo.put(memo::Solved {
+                    data,
+                    rel_gap: options.rel_gap,
+                    outcome: outcome.clone(),
+                    columns,
+                    rows,
+                    status: finished.status,
+                    cost: finished.cost,
+                    bound: finished.bound,
+                });
+            }
+            outcome
+        }
         MipStatus::NoSolution => fallback(
             v,
             scope,

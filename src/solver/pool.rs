@@ -20,6 +20,11 @@ pub(crate) struct Scope {
     pub terms: Terms,
     /// More hours to cut the timeline at: the breakpoints of the pools this one is solved with.
     pub cuts: Vec<u32>,
+    /// Whether the v2 shared limits on the pool's offers hold. Without them (a pool solved
+    /// alone, `super::Limits::Dropped`), an offer in a shared limit is as free as any other, and
+    /// the preparation drops what it would beat as it does for any other offer; the data is
+    /// then the same whatever the limits are (`super::memo`).
+    pub with_limits: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -40,12 +45,13 @@ impl Scope {
             spot: true,
             terms: Terms::Free,
             cuts: Vec::new(),
+            with_limits: true,
         }
     }
 }
 
 /// A term purchase the model may make: `n[offer, start] ∈ [lower, upper]`.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Start {
     pub start: u32,
     /// `min(start + term_hours, H)`.
@@ -54,7 +60,7 @@ pub(crate) struct Start {
     pub upper: u32,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct TermOffer {
     pub offer: usize,
     pub gpus: u32,
@@ -67,7 +73,7 @@ pub(crate) struct TermOffer {
 }
 
 /// The v2 rules on the pieces of one purchase.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Pieces {
     pub min: u32,
     pub max: Option<u32>,
@@ -83,7 +89,7 @@ impl Pieces {
 }
 
 /// An on-demand or spot offer as one scenario sees it.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct HourlyOffer {
     pub offer: usize,
     pub kind: OfferKind,
@@ -93,7 +99,7 @@ pub(crate) struct HourlyOffer {
     pub price: f64,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct PoolData {
     pub pool: usize,
     pub timeline: Timeline,
@@ -159,7 +165,7 @@ impl PoolData {
                 cap_by_peak(t, &timeline, &peak);
                 // A later start holds its instances for fewer hours; with a shared limit that
                 // is not "never worse", so such an offer keeps all its starts.
-                if t.max.is_none() && !v.is_shared(t.offer) {
+                if t.max.is_none() && !(scope.with_limits && v.is_shared(t.offer)) {
                     drop_covered_starts(t, hours);
                 }
             }
@@ -174,7 +180,7 @@ impl PoolData {
             .chain(terms.iter().map(|t| t.gpus));
         let unit = sizes.fold(0, gcd).max(1);
         let probability = problem.scenarios.iter().map(|s| s.probability).collect();
-        let explicit = hourly.iter().flatten().any(|h| v.is_shared(h.offer));
+        let explicit = scope.with_limits && hourly.iter().flatten().any(|h| v.is_shared(h.offer));
         let data = PoolData {
             pool: p,
             timeline,
@@ -424,7 +430,7 @@ fn hourly_offers(v: &Validated, scope: &Scope, k: usize) -> Vec<HourlyOffer> {
         // An offer in a shared limit is limited too, even without a limit of its own.
         if a.offer == b.offer
             || a.limit.is_some()
-            || v.is_shared(a.offer)
+            || (scope.with_limits && v.is_shared(a.offer))
             || !b.gpus.is_multiple_of(a.gpus)
         {
             return false;

@@ -4,7 +4,7 @@
 
 use crate::problem::Segment;
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Timeline {
     /// `0 = points[0] < points[1] < … < points[m] = H`; segment j is `[points[j], points[j+1])`.
     points: Vec<u32>,
