@@ -27,9 +27,10 @@
 //!
 //! With a time limit: first plans (`super::incumbent`) from the pools' own optima, made to keep
 //! the limits, and then from the joint relaxation; branch and bound gets the time left, and is
-//! not started when the relaxation (its root) did not finish. The engine's time limit does not
-//! cover a root relaxation (Cbc counts from the start of branch and bound, and Clp's simplex is
-//! not stopped), so a group can end past the limit by about one relaxation's time.
+//! not started when the relaxation (its root) did not finish, or when a first plan is in hand
+//! and less time is left than the relaxation took. The engine's time limit does not cover a
+//! root relaxation (Cbc counts from the start of branch and bound, and Clp's simplex is not
+//! stopped), so a group can still end past the limit by about one relaxation's time.
 //!
 //! What the pool preparation leaves out stays exact under shared limits: a purchase larger than
 //! its window's peak only holds more of a limit; an hourly offer in a limit is never taken as
@@ -260,6 +261,11 @@ pub(crate) fn solve_group(
     {
         return planned_outcomes(plans, alone_bound.min(cost), false);
     }
+    // With every purchase fixed, the first plan from the pools' own plans is the optimum
+    // (above), and the joint relaxation could only round to the same purchases.
+    if fixed && let Some((plans, cost)) = incumbent {
+        return planned_outcomes(plans, cost, true);
+    }
     // The relaxation may use all the time left when a first plan is in hand (its rounding is
     // usually the better plan, and branch and bound gets what it leaves). Without one, it is
     // the only other way to a plan, and a plan a little late beats none: it may then run past
@@ -267,7 +273,9 @@ pub(crate) fn solve_group(
     // one does not finish, branch and bound is not started.
     let mut relaxation = mip.clone();
     relaxation.integer.fill(false);
+    let relaxation_started = Instant::now();
     let relaxed = mip::solve(&relaxation, limits(None, incumbent.as_ref().and(deadline)));
+    let relaxation_took = relaxation_started.elapsed();
     tracing::debug!(status = ?relaxed.status, bound = relaxed.bound + constant, "the joint relaxation");
     if relaxed.status == MipStatus::Optimal
         && let Some(chosen) = incumbent::rounded_up(&models, &offsets, &relaxed.values)
@@ -283,9 +291,14 @@ pub(crate) fn solve_group(
         .as_ref()
         .map(|(_, cost)| cost - constant - 0.5 * super::OPTIMALITY_GAP * cost.abs());
     // No time left after the first plans, or the relaxation did not finish in its share:
-    // branch and bound would not even finish its root.
-    let result = if deadline.is_some_and(|d| Instant::now() >= d)
+    // branch and bound would not even finish its root. Nor would it with a first plan in hand
+    // and less time left than the relaxation took: the engine's limit does not stop its root
+    // (the module doc), so starting it would only run past the limit (by 14 s of a 60 s limit
+    // at 2,000 campaigns in `cargo bench --bench plan -- --layout shared`, 2026-11-25).
+    let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+    let result = if left.is_some_and(|l| l.is_zero())
         || relaxed.status == MipStatus::NoSolution
+        || (incumbent.is_some() && left.is_some_and(|l| l < relaxation_took))
     {
         mip::MipResult {
             status: MipStatus::NoSolution,
