@@ -202,12 +202,14 @@ pub(crate) fn solve_group(
     // relaxation's purchases rounded up: a cost for branch and bound to beat, and the answer
     // when it finds nothing cheaper. The pools' optima come first: they need no joint
     // relaxation, which on a large group may not finish in the time limit. Each first plan
-    // spends at most an eighth of the time left on making purchases smaller.
+    // spends at most an eighth of the time left on making purchases smaller. Its segments'
+    // instances are small exact programs that take milliseconds, and they are not cut short by
+    // the time limit: a plan a moment late beats none (in a debug build under load, the pools'
+    // own solves had used up a 30 s limit, and the group ended without a plan).
     let mut incumbent: Option<(Vec<PoolPlan>, f64)> = None;
     let consider = |incumbent: &mut Option<(Vec<PoolPlan>, f64)>,
                     chosen: Vec<Vec<(usize, usize, u32)>>| {
-        let Some(plans) =
-            incumbent::first_plan(v, &data, &models, chosen, deadline, share(1.0 / 8.0))
+        let Some(plans) = incumbent::first_plan(v, &data, &models, chosen, None, share(1.0 / 8.0))
         else {
             return;
         };
@@ -265,6 +267,13 @@ pub(crate) fn solve_group(
     // (above), and the joint relaxation could only round to the same purchases.
     if fixed && let Some((plans, cost)) = incumbent {
         return planned_outcomes(plans, cost, true);
+    }
+    // No time left and a plan in hand: the joint relaxation would only run past the limit (the
+    // engine's limit does not stop it), and the pools' own bounds bound the group.
+    if deadline.is_some_and(|d| Instant::now() >= d)
+        && let Some((plans, cost)) = incumbent
+    {
+        return planned_outcomes(plans, alone_bound.min(cost), false);
     }
     // The relaxation may use all the time left when a first plan is in hand (its rounding is
     // usually the better plan, and branch and bound gets what it leaves). Without one, it is
@@ -562,6 +571,47 @@ mod tests {
             (p.offer.as_str(), p.start_hour, p.instances, p.pieces),
             ("east/block/2d", 48, 4, 1)
         );
+    }
+
+    #[test]
+    fn a_group_whose_time_is_spent_still_gets_the_plan_from_its_pools_own_plans() {
+        // The quota at 1,700 vCPUs: the pools' own plans (on-demand, 6 east and 4 west 8-GPU
+        // instances, 1,920 vCPUs in hours 48-96) break it, but kept within it (west on 32 1-GPU
+        // instances, 512 vCPUs) they cover the demand. With the time limit spent before the
+        // group's turn, that plan is the answer, not "no plan found", and its bound is the
+        // pools' own optima without the quota: the joint relaxation, which the engine's limit
+        // does not stop, is not started.
+        let text = include_str!("../../tests/fixtures/problems/shared-quota.json");
+        let mut problem = parse(text, Path::new("shared-quota.json")).expect("parses");
+        problem.shared_limits[0].cap = 1_700;
+        let v = validate(problem).expect("valid");
+        let alone = each_pool_alone(&v);
+        assert!(!super::alone_suffices(&v, &alone), "the quota binds");
+        let spent = Some(std::time::Instant::now());
+        let scopes: Vec<_> = (0..2).map(crate::solver::pool::Scope::full).collect();
+        let outcomes = super::solve_group(&v, &scopes, &alone, &SolveOptions::default(), spent);
+        let mut bound = 0.0;
+        let mut plans = Vec::new();
+        for outcome in outcomes {
+            match outcome {
+                super::PoolOutcome::Planned {
+                    plan,
+                    bound: b,
+                    proven,
+                } => {
+                    assert!(!proven);
+                    bound += b;
+                    plans.push(plan);
+                }
+                _ => panic!("no plan"),
+            }
+        }
+        assert_eq!(plans.len(), 2);
+        assert!((bound - 60_480.0).abs() < 1e-6, "bound {bound}");
+        assert!(super::keeps_limits(&v, &plans.iter().collect::<Vec<_>>()));
+        let cost = crate::solver::plan::solution(&v, &plans).expected_cost;
+        // $48 an hour more for west's small instances, for 48 hours.
+        assert!((cost - 62_784.0).abs() < 1e-6, "cost {cost}");
     }
 
     /// Every pool of `v` solved by itself, as `run` does before a joint program.
