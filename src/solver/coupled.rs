@@ -28,9 +28,12 @@
 //! With a time limit: first plans (`super::incumbent`) from the pools' own optima, made to keep
 //! the limits, and then from the joint relaxation; branch and bound gets the time left, and is
 //! not started when the relaxation (its root) did not finish, or when a first plan is in hand
-//! and less time is left than the relaxation took. The engine's time limit does not cover a
-//! root relaxation (Cbc counts from the start of branch and bound, and Clp's simplex is not
-//! stopped), so a group can still end past the limit by about one relaxation's time.
+//! and less time is left than the relaxation took. The first plan from the pools' own optima is
+//! made even when the limit is already spent (it takes milliseconds, and a plan a moment late
+//! beats none); with it in hand and no time left, the joint relaxation is not started. The
+//! engine's time limit does not cover a root relaxation (Cbc counts from the start of branch
+//! and bound, and Clp's simplex is not stopped), so a group can still end past the limit by
+//! about one relaxation's time.
 //!
 //! What the pool preparation leaves out stays exact under shared limits: a purchase larger than
 //! its window's peak only holds more of a limit; an hourly offer in a limit is never taken as
