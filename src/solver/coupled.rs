@@ -212,8 +212,7 @@ pub(crate) fn solve_group(
     let mut incumbent: Option<(Vec<PoolPlan>, f64)> = None;
     let consider = |incumbent: &mut Option<(Vec<PoolPlan>, f64)>,
                     chosen: Vec<Vec<(usize, usize, u32)>>| {
-        let Some(plans) = incumbent::first_plan(v, &data, &models, chosen, None, share(1.0 / 8.0))
-        else {
+        let Some(plans) = incumbent::first_plan(v, &data, &models, chosen, share(1.0 / 8.0)) else {
             return;
         };
         let cost = super::plan::solution(v, &plans).expected_cost;

@@ -94,14 +94,12 @@ pub(crate) fn first_plan(
     data: &[PoolData],
     models: &[PoolModel],
     chosen: Vec<Vec<(usize, usize, u32)>>,
-    deadline: Option<Instant>,
     trim_until: Option<Instant>,
 ) -> Option<Vec<PoolPlan>> {
     let mut search = Search {
         data,
         models,
         limits: Limits::new(v),
-        deadline,
         solved: HashMap::new(),
     };
     let mut chosen = chosen;
@@ -127,7 +125,6 @@ struct Search<'a> {
     data: &'a [PoolData],
     models: &'a [PoolModel<'a>],
     limits: Limits,
-    deadline: Option<Instant>,
     solved: HashMap<Asked, Mixes>,
 }
 
@@ -195,8 +192,7 @@ impl Search<'_> {
                     match self.solved.get(&key) {
                         Some(mixes) => mixes.clone(),
                         None => {
-                            let mixes =
-                                together(data, k, &key.1, &self.limits, &held, self.deadline)?;
+                            let mixes = together(data, k, &key.1, &self.limits, &held)?;
                             self.solved.insert(key, mixes.clone());
                             mixes
                         }
@@ -523,14 +519,14 @@ impl Limits {
 
 /// The cheapest hourly instances of all the group's pools in one segment of scenario k, where
 /// pool i must add `asked[i] = (firm, all)` units beyond its term capacity, within the limits
-/// less `held`: a small exact program.
+/// less `held`: a small exact program, solved to the end with no time limit (it takes
+/// milliseconds, and the first plan must not be lost to a spent limit: `super::coupled`).
 fn together(
     data: &[PoolData],
     k: usize,
     asked: &[(u64, u64)],
     limits: &Limits,
     held: &[u64],
-    deadline: Option<Instant>,
 ) -> Option<Vec<Vec<u32>>> {
     let mut mip = Mip::new();
     let mut columns: Vec<Vec<usize>> = Vec::with_capacity(data.len());
@@ -577,10 +573,7 @@ fn together(
             mip.add_row(f64::NEG_INFINITY, room as f64, entries);
         }
     }
-    let result = mip::solve(
-        &mip,
-        MipLimits::plain(deadline.map(|d| d.saturating_duration_since(Instant::now()))),
-    );
+    let result = mip::solve(&mip, MipLimits::plain(None));
     if !matches!(result.status, MipStatus::Optimal | MipStatus::Feasible) {
         return None;
     }
@@ -670,8 +663,7 @@ mod tests {
             20,
             "{chosen:?}"
         );
-        let plans =
-            super::first_plan(&v, &data, &models, chosen, None, None).expect("a first plan");
+        let plans = super::first_plan(&v, &data, &models, chosen, None).expect("a first plan");
         let plans: Vec<&PoolPlan> = plans.iter().collect();
         assert!(coupled::keeps_limits(&v, &plans));
         // Every hour's demand is covered, by blocks held and on-demand instances in use.
@@ -729,8 +721,7 @@ mod tests {
         assert_eq!(relaxed.status, MipStatus::Optimal);
         let chosen =
             super::rounded_up(&models, &offsets, &relaxed.values).expect("whole purchases");
-        let plans =
-            super::first_plan(&v, &data, &models, chosen, None, None).expect("a first plan");
+        let plans = super::first_plan(&v, &data, &models, chosen, None).expect("a first plan");
         assert!(coupled::keeps_limits(&v, &plans.iter().collect::<Vec<_>>()));
         let cost = crate::solver::plan::solution(&v, &plans).expected_cost;
         let constant: f64 = models.iter().map(|m| m.constant).sum();
