@@ -252,27 +252,24 @@ pub(crate) fn solve_group(
             _ => f64::NEG_INFINITY,
         })
         .sum();
-    // With costs per purchase, the pools' own plans were found by slope scaling and their
-    // bounds by cuts at each pool's root (`super::charges`). On a group too large for branch
-    // and bound to search (fewer than `FEW_NODES` nodes in its budget), the joint relaxation
-    // and root carry the costs per purchase no better, take far longer and find no cheaper
-    // plan (14 s for none on the quickstart at $250 a purchase, measured 2026-11-25): the
-    // pools' plans, kept within the limits, are the answer.
-    if charged
-        && !fixed
-        && super::charges::node_limit(mip.num_cols()) < super::charges::FEW_NODES
-        && let Some((plans, cost)) = incumbent
-    {
-        return planned_outcomes(plans, alone_bound.min(cost), false);
-    }
     // With every purchase fixed, the first plan from the pools' own plans is the optimum
     // (above), and the joint relaxation could only round to the same purchases.
     if fixed && let Some((plans, cost)) = incumbent {
         return planned_outcomes(plans, cost, true);
     }
-    // No time left and a plan in hand: the joint relaxation would only run past the limit (the
-    // engine's limit does not stop it), and the pools' own bounds bound the group.
-    if deadline.is_some_and(|d| Instant::now() >= d)
+    // The pools' plans, kept within the limits, are the answer, bounded by the pools' own
+    // bounds, where the joint program would not do better:
+    // - with costs per purchase, on a group too large for branch and bound to search (fewer
+    //   than `FEW_NODES` nodes in its budget): the pools' own plans were found by slope scaling
+    //   and their bounds by cuts at each pool's root (`super::charges`), and the joint
+    //   relaxation and root carry the costs per purchase no better, take far longer and find
+    //   no cheaper plan (14 s for none on the quickstart at $250 a purchase, 2026-11-25);
+    // - with no time left: the joint relaxation would only run past the limit (the engine's
+    //   limit does not stop it).
+    let too_large =
+        charged && super::charges::node_limit(mip.num_cols()) < super::charges::FEW_NODES;
+    let spent = deadline.is_some_and(|d| Instant::now() >= d);
+    if (too_large || spent)
         && let Some((plans, cost)) = incumbent
     {
         return planned_outcomes(plans, alone_bound.min(cost), false);
