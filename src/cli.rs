@@ -92,7 +92,7 @@ pub fn main() -> ExitCode {
 fn report(err: &anyhow::Error) -> ExitCode {
     let input = err.chain().find_map(|e| e.downcast_ref::<InputError>());
     // Messages quote input; a control character in it must not reach the terminal raw.
-    let shown = |s: String| crate::render::text::visible_lines(&s).into_owned();
+    let shown = |s: String| crate::text::visible_lines(&s).into_owned();
     eprintln!("error: {}", shown(err.to_string()));
     for cause in err.chain().skip(1) {
         eprintln!("  caused by: {}", shown(cause.to_string()));

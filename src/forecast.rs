@@ -130,14 +130,13 @@ pub fn parse(text: &str, path: &Path, pool: Option<&str>) -> Result<Vec<Series>,
         let cell = |col: usize| record.get(col).unwrap_or_default();
         // A quoted cell may hold a newline or an escape sequence; no forecast value or pool
         // name does, and it would reach messages and charts.
-        if let Some(col) =
-            (0..record.len()).find(|&c| cell(c).chars().any(crate::render::text::is_hidden))
+        if let Some(col) = (0..record.len()).find(|&c| cell(c).chars().any(crate::text::is_hidden))
         {
             return Err(InputError::new(
                 at(col),
                 format!(
                     "`{}` holds a line break or control character",
-                    crate::render::text::visible(cell(col))
+                    crate::text::visible(cell(col))
                 ),
             ));
         }

@@ -494,7 +494,7 @@ fn hostile_plan() -> (serde_json::Value, Vec<String>) {
     // (`hostile_control_characters_are_refused_in_plans`); the rest must stay data.
     let mut names: Vec<String> = HOSTILE
         .iter()
-        .filter(|s| !s.chars().any(gpucap::render::text::is_hidden))
+        .filter(|s| !s.chars().any(gpucap::text::is_hidden))
         .map(|s| s.to_string())
         .collect();
     names.push("x".repeat(300));
@@ -535,7 +535,7 @@ fn hostile_control_characters_are_refused_in_plans() {
     let dir = tempfile::tempdir().expect("tempdir");
     for (i, name) in HOSTILE
         .iter()
-        .filter(|s| s.chars().any(gpucap::render::text::is_hidden))
+        .filter(|s| s.chars().any(gpucap::text::is_hidden))
         .enumerate()
     {
         let (mut plan, _) = hostile_plan();

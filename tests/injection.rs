@@ -196,7 +196,7 @@ fn the_demand_svg_stays_well_formed_and_shows_hostile_names_as_text() {
         .join("\n");
     assert!(!text.contains('\u{1b}'), "no raw escape in the SVG text");
     for name in XML_HOSTILE {
-        let shown = gpucap::render::text::visible(name);
+        let shown = gpucap::text::visible(name);
         assert!(
             text.contains(shown.as_ref()),
             "{shown:?} not found as text in:\n{text}"

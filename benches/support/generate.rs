@@ -12,7 +12,7 @@
 
 use std::collections::BTreeMap;
 
-use gpucap::problem::{
+use gpucap_solver::problem::{
     Offer, OfferKind, PROBLEM_SCHEMA, PoolDemand, Problem, Scenario, Segment, StartRange, Starts,
 };
 
@@ -565,7 +565,7 @@ pub fn couple(
         }
     }
     if !on_demand.is_empty() {
-        problem.shared_limits.push(gpucap::problem::SharedLimit {
+        problem.shared_limits.push(gpucap_solver::problem::SharedLimit {
             id: "aws-on-demand-vcpus".to_string(),
             unit: "vCPUs".to_string(),
             cap: (quota_fraction * peak as f64 * 24.0) as u64,
@@ -574,7 +574,7 @@ pub fn couple(
         });
     }
     if !blocks.is_empty() {
-        problem.shared_limits.push(gpucap::problem::SharedLimit {
+        problem.shared_limits.push(gpucap_solver::problem::SharedLimit {
             id: "capacity-blocks-held".to_string(),
             unit: "instances".to_string(),
             cap: blocks_held,

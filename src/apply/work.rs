@@ -280,7 +280,7 @@ fn releases(plan: &Plan, state: &State, now: DateTime<Utc>) -> Vec<Work> {
 
 /// The deterministic cloud-side name of a pool.
 pub fn pool_name(pool: &str, region: &str, instance_type: &str) -> String {
-    let mut out = crate::plan::build::slug(&format!("gpucap-{pool}-{region}-{instance_type}"));
+    let mut out = gpucap_provider::names::slug(&format!("gpucap-{pool}-{region}-{instance_type}"));
     // Auto Scaling group and launch template names allow 255 and 128 characters.
     out.truncate(128);
     out.trim_end_matches('-').to_string()

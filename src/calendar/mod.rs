@@ -163,9 +163,9 @@ impl RawCampaign {
         if self.name.trim().is_empty() {
             return Err(field_error("name", "a campaign needs a non-empty `name`"));
         }
-        crate::render::text::check_name(&self.name).map_err(|m| field_error("name", m))?;
+        crate::text::check_name(&self.name).map_err(|m| field_error("name", m))?;
         if let Some(team) = &self.team {
-            crate::render::text::check_name(team).map_err(|m| field_error("team", m))?;
+            crate::text::check_name(team).map_err(|m| field_error("team", m))?;
         }
         let gpus = match self.gpus {
             Some(g) if g <= 0 => {

@@ -16,7 +16,7 @@ use crate::demand::summary::{compare_scenarios, summarise};
 use crate::render::chart::{ImageFormat, demand_png, demand_svg};
 use crate::render::stack::Stack;
 use crate::render::terminal::{Size, stacked_chart, thousands};
-use crate::render::text::visible;
+use crate::text::visible;
 
 #[derive(Debug, Args)]
 pub struct DemandArgs {

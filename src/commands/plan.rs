@@ -686,7 +686,7 @@ impl Progress {
         if self.quiet {
             return;
         }
-        let what = crate::render::text::visible_lines(what);
+        let what = crate::text::visible_lines(what);
         match &self.bar {
             Some(bar) => bar.suspend(|| eprintln!("warning: {what}")),
             None => eprintln!("warning: {what}"),

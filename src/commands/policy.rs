@@ -12,7 +12,7 @@ use serde_json::Value;
 use crate::commands::common::{GlobalArgs, Outcome, exit};
 use crate::config;
 use crate::diagnostic::{InputError, Location};
-use crate::policy::{self, PolicyEngine, PolicyError, builtin, cases};
+use crate::policy::{self, PolicyEngine, PolicyError, cases};
 
 #[derive(Debug, Args)]
 pub struct PolicyArgs {
@@ -67,7 +67,7 @@ fn test(args: TestArgs) -> anyhow::Result<Outcome> {
     let mut suites = vec![(
         None,
         PolicyEngine::load(&[]).map_err(input)?,
-        builtin::cases(),
+        crate::policy::cases::CaseFiles::builtin(),
     )];
     for dir in &args.dirs {
         let engine = PolicyEngine::load(std::slice::from_ref(dir)).map_err(input)?;

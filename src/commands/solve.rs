@@ -14,8 +14,8 @@ use comfy_table::{Cell, CellAlignment, Table, presets::UTF8_BORDERS_ONLY};
 use crate::commands::common::{Format, GlobalArgs, Outcome, stdout};
 use crate::problem::{self, OfferKind, Solution, Status, Usage, Validated};
 use crate::render::terminal::thousands;
-use crate::render::text::visible;
 use crate::solver::{self, SolveOptions};
+use crate::text::visible;
 use crate::timespec;
 
 #[derive(Debug, Args)]

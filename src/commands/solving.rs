@@ -86,13 +86,13 @@ impl SolveObserver for SolveProgress {
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         state
             .running
-            .push(crate::render::text::visible(pool.pool).into_owned());
+            .push(crate::text::visible(pool.pool).into_owned());
         self.show(&state);
         drop(state);
         if self.lines {
             self.line(format!(
                 "pool {}: solving {} columns, {} rows",
-                crate::render::text::visible(pool.pool),
+                crate::text::visible(pool.pool),
                 pool.columns,
                 pool.rows
             ));
@@ -102,7 +102,7 @@ impl SolveObserver for SolveProgress {
     fn pool_finished(&self, pool: &PoolFinished<'_>) {
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         state.done += 1;
-        let name = crate::render::text::visible(pool.pool).into_owned();
+        let name = crate::text::visible(pool.pool).into_owned();
         if let Some(i) = state.running.iter().position(|p| *p == name) {
             state.running.remove(i);
         }
@@ -116,7 +116,7 @@ impl SolveObserver for SolveProgress {
 
 /// `pool h100: optimal, cost $1,234.00, bound $1,234.00, gap 0.0000 %, 1.2 s`.
 fn finished_line(pool: &PoolFinished<'_>) -> String {
-    let name = crate::render::text::visible(pool.pool);
+    let name = crate::text::visible(pool.pool);
     let seconds = pool.seconds;
     match pool.cost {
         Some(cost) => {

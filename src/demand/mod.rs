@@ -273,7 +273,7 @@ fn forecast_contribution(
     );
     (!segments.is_empty()).then(|| Contribution {
         // File names are not checked like names in files; shown escaped wherever they appear.
-        label: format!("forecast:{}", crate::render::text::visible(&name)),
+        label: format!("forecast:{}", crate::text::visible(&name)),
         team: f.team.clone(),
         flex: f.flex,
         segments: merge(horizon.hours, segments.into_iter()),

@@ -15,6 +15,8 @@ use crate::problem::{OfferKind, Segment, Solution, Status, Validated};
 use crate::solver::Baselines;
 use crate::timespec::{Horizon, month_hours, rfc3339};
 
+use gpucap_provider::names::slug;
+
 use super::{
     Action, ActionKind, BaselineCost, CampaignRef, Cost, Fingerprint, KindCost, MonthCost,
     PLAN_SCHEMA, Plan, PlanHorizon, PoolCost, PoolPlan, Quote, Risk, ScenarioCost, SolutionSummary,
@@ -815,19 +817,6 @@ impl IdMaker {
         id
     }
 }
-/// Lowercase ASCII letters, digits and single dashes.
-pub(crate) fn slug(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        if c.is_ascii_alphanumeric() {
-            out.push(c.to_ascii_lowercase());
-        } else if !out.ends_with('-') {
-            out.push('-');
-        }
-    }
-    out.trim_matches('-').to_string()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -138,7 +138,7 @@ pub fn increases(
             ));
         }
         out.push(QuotaIncrease {
-            id: crate::plan::build::slug(&format!(
+            id: gpucap_provider::names::slug(&format!(
                 "request-quota-increase-{}-{}-{}",
                 q.quota.cloud, q.quota.region, q.quota.name
             )),

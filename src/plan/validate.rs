@@ -16,7 +16,7 @@ use super::{ActionKind, Plan};
 use crate::diagnostic::{InputError, Location};
 use crate::limits::{MAX_GPUS, MAX_INSTANCES, MAX_USD, finite_in, show};
 use crate::problem::validate::MAX_HOURS;
-use crate::render::text::{check_name, visible};
+use crate::text::{check_name, visible};
 use crate::timespec::parse_timestamp;
 
 /// Longest action id: ids are built from a handful of short parts.

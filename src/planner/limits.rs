@@ -155,7 +155,11 @@ pub fn shared_limits(members: &[Member], book: &QuotaBook) -> (Vec<SharedLimit>,
         }
         let offers: BTreeMap<String, u32> = drawing.iter().map(|m| (m.offer.clone(), 1)).collect();
         out.push(SharedLimit {
-            id: format!("cap:{}/{}", rule.cloud, slug(rule.name)),
+            id: format!(
+                "cap:{}/{}",
+                rule.cloud,
+                gpucap_provider::names::slug(rule.name)
+            ),
             unit: "instances".into(),
             cap: u64::from(cap.instances),
             offers,
@@ -216,10 +220,6 @@ pub fn shared_limits(members: &[Member], book: &QuotaBook) -> (Vec<SharedLimit>,
         });
     }
     (out, quota_limits)
-}
-
-fn slug(s: &str) -> String {
-    crate::plan::build::slug(s)
 }
 
 #[cfg(test)]

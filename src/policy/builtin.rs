@@ -3,11 +3,9 @@
 //! The lists are explicit (no build script); a unit test checks they match the files on disk,
 //! so a new policy or case cannot be forgotten here.
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use super::PolicySource;
-use super::cases::CaseFiles;
 
 /// Where the built-in files appear in messages (they are not read from disk at run time).
 pub const ROOT: &str = "<builtin>/policies";
@@ -85,16 +83,6 @@ pub fn policies() -> Vec<PolicySource> {
             builtin: true,
         })
         .collect()
-}
-
-/// The built-in test cases.
-pub fn cases() -> CaseFiles {
-    let root = PathBuf::from(ROOT).join("tests");
-    let files: BTreeMap<PathBuf, String> = CASES
-        .iter()
-        .map(|(path, text)| (PathBuf::from(ROOT).join(path), (*text).to_string()))
-        .collect();
-    CaseFiles { root, files }
 }
 
 #[cfg(test)]

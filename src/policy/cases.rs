@@ -25,6 +25,7 @@ use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::builtin;
 use super::engine::collect;
 use super::{Decision, DecisionKind, Decisions, PolicyEngine, PolicyError};
 
@@ -102,6 +103,16 @@ pub struct CaseFiles {
 }
 
 impl CaseFiles {
+    /// The built-in test cases, compiled in from `policies/tests/`.
+    pub fn builtin() -> CaseFiles {
+        let root = PathBuf::from(builtin::ROOT).join("tests");
+        let files: BTreeMap<PathBuf, String> = builtin::CASES
+            .iter()
+            .map(|(path, text)| (PathBuf::from(builtin::ROOT).join(path), (*text).to_string()))
+            .collect();
+        CaseFiles { root, files }
+    }
+
     /// Every `*.json` under `dir` (recursively).
     pub fn read_dir(dir: &Path) -> Result<CaseFiles, PolicyError> {
         if !dir.is_dir() {

@@ -674,7 +674,9 @@ mod tests {
     #[test]
     fn builtin_cases_pass() {
         let engine = PolicyEngine::load(&[]).expect("built-ins load");
-        let all = builtin::cases().cases().expect("built-in cases parse");
+        let all = crate::policy::cases::CaseFiles::builtin()
+            .cases()
+            .expect("built-in cases parse");
         assert!(all.len() >= 30, "only {} cases", all.len());
         for case in &all {
             let outcome = cases::run(&engine, case, now()).expect("evaluates");
@@ -685,7 +687,7 @@ mod tests {
     #[test]
     fn every_builtin_gate_has_cases() {
         let engine = PolicyEngine::load(&[]).expect("built-ins load");
-        let names: Vec<String> = builtin::cases()
+        let names: Vec<String> = crate::policy::cases::CaseFiles::builtin()
             .cases()
             .expect("parse")
             .into_iter()

@@ -7,8 +7,8 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::stack::Stack;
-use super::text::visible;
 use crate::demand::DemandCurve;
+use crate::text::visible;
 
 /// Chart files gpucap can write, chosen by extension.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -58,7 +58,7 @@ pub fn text(s: &str) -> String {
     for (i, c) in s.chars().enumerate() {
         match c {
             '\n' | '\r' | '\t' => out.push(' '),
-            c if super::text::is_hidden(c) => {}
+            c if crate::text::is_hidden(c) => {}
             '&' => out.push_str("&amp;"),
             '<' => out.push_str("&lt;"),
             '>' => out.push_str("&gt;"),
@@ -104,7 +104,7 @@ fn code_span(s: &str, in_table: bool) -> String {
         .chars()
         .filter_map(|c| match c {
             '\n' | '\r' | '\t' => Some(' '),
-            c if super::text::is_hidden(c) => None,
+            c if crate::text::is_hidden(c) => None,
             c => Some(c),
         })
         .collect();

@@ -11,4 +11,3 @@ pub mod pulumi;
 pub mod stack;
 pub mod terminal;
 pub mod terraform;
-pub mod text;

@@ -144,7 +144,7 @@ pub fn file_stem(id: &str) -> String {
 /// Text from the plan as it goes into a chart: control characters (invalid in SVG's XML) and
 /// bidirectional overrides shown escaped; plotters escapes `<`, `>` and `&`.
 fn label(s: &str) -> String {
-    super::text::visible(s).into_owned()
+    crate::text::visible(s).into_owned()
 }
 
 /// Something drawable on either backend.

@@ -78,9 +78,9 @@ impl Style {
 }
 
 /// The text with control characters (escape sequences, newlines) and bidirectional overrides
-/// shown escaped ([`super::text::visible`]).
+/// shown escaped ([`crate::text::visible`]).
 fn clean(s: &str) -> String {
-    super::text::visible(s).into_owned()
+    crate::text::visible(s).into_owned()
 }
 
 /// A table whose columns named `>name` are right-aligned, header included.

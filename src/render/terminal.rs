@@ -98,7 +98,7 @@ pub fn stacked_chart(stack: &Stack, horizon: &Horizon, size: Size, color: bool) 
             out,
             "  {} {}  ({} GPU-h)",
             glyph(band, color),
-            super::text::visible(label),
+            crate::text::visible(label),
             thousands(gpu_hours)
         );
     }

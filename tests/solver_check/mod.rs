@@ -9,7 +9,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use gpucap::problem::{OfferKind, Problem, Solution, Starts, Status};
+use gpucap_solver::problem::{OfferKind, Problem, Solution, Starts, Status};
 
 /// Relative tolerance for recomputed costs (the spec's 1e-6).
 const TOLERANCE: f64 = 1e-6;

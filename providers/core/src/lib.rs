@@ -23,6 +23,7 @@ pub mod capacity;
 pub mod catalog_snapshot;
 pub mod error;
 pub mod instance_types;
+pub mod names;
 pub mod objects;
 pub mod provider;
 pub mod purchase_rules;

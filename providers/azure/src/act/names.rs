@@ -28,23 +28,11 @@ use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
 use gpucap_provider::capacity::{CloudResource, Idempotency, Placement, ResourceKind};
+use gpucap_provider::names::slug;
 use serde_json::Value;
 
 /// The longest name gpucap gives (Compute allows more; 64 keeps names readable and safe).
 pub const MAX_NAME: usize = 64;
-
-/// Lowercase letters, digits and single dashes.
-fn slug(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        if c.is_ascii_alphanumeric() {
-            out.push(c.to_ascii_lowercase());
-        } else if !out.ends_with('-') {
-            out.push('-');
-        }
-    }
-    out.trim_matches('-').to_string()
-}
 
 /// An Azure location as ARM names it: `eastus`, from `eastus`, `East US` or `east-us`.
 pub fn location(region: &str) -> String {

@@ -28,7 +28,7 @@
 
 use google_cloud_compute_v1::model::{
     Duration as RunDuration, InstanceGroupManager, InstanceGroupManagerResizeRequest,
-    InstanceTemplate, instance_group_manager_resize_request::State, scheduling,
+    instance_group_manager_resize_request::State,
 };
 use gpucap_provider::capacity::{
     ActError, ActErrorKind, ActResult, Done, FlexStart, Idempotency, PoolSize,
@@ -37,7 +37,7 @@ use gpucap_provider::capacity::{
 use super::GcpCapacity;
 use super::names;
 use super::ops::{Scope, classify, found, kind_of_reason, note, refuse};
-use super::pools::{GROUP_GET, RESIZE, conflict, machine_of, not_ours, resource};
+use super::pools::{GROUP_GET, RESIZE, conflict, is_flex_start, machine_of, not_ours, resource};
 
 /// What a flex-start pool's sizing does next.
 enum Next<'a> {
@@ -57,13 +57,6 @@ const CANCEL: &str = "regionInstanceGroupManagerResizeRequests.cancel";
 pub const MIN_RUN_SECONDS: u64 = 10 * 60;
 /// The longest: flex-start VMs run for at most seven days.
 pub const MAX_RUN_SECONDS: u64 = 7 * 24 * 3600;
-
-/// Whether a pool's on-demand template makes flex-start VMs.
-pub(super) fn is_flex_start(t: Option<&InstanceTemplate>) -> bool {
-    t.and_then(|t| t.properties.as_ref())
-        .and_then(|p| p.scheduling.as_ref())
-        .is_some_and(|s| s.provisioning_model == Some(scheduling::ProvisioningModel::FlexStart))
-}
 
 fn state_name(r: &InstanceGroupManagerResizeRequest) -> String {
     r.state

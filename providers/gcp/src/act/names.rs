@@ -22,24 +22,12 @@ use google_cloud_compute_v1::model::{Reservation, reservation};
 use gpucap_provider::capacity::{
     CloudResource, Idempotency, Placement, ResourceKind, managed_by_gpucap,
 };
+use gpucap_provider::names::slug;
 
 /// The longest name Compute Engine allows.
 pub const MAX_NAME: usize = 63;
 /// The prefix of every name gpucap gives.
 pub const PREFIX: &str = "gpucap-";
-
-/// Lowercase letters, digits and single dashes.
-fn slug(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        if c.is_ascii_alphanumeric() {
-            out.push(c.to_ascii_lowercase());
-        } else if !out.ends_with('-') {
-            out.push('-');
-        }
-    }
-    out.trim_matches('-').to_string()
-}
 
 /// Whether `name` is a valid Compute Engine resource name.
 pub fn valid_name(name: &str) -> bool {

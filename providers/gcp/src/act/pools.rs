@@ -100,6 +100,13 @@ fn pool_id(group: &InstanceGroupManager) -> String {
         .unwrap_or_else(|| group.name.clone().unwrap_or_default())
 }
 
+/// Whether a pool's on-demand template makes flex-start VMs.
+pub(super) fn is_flex_start(t: Option<&InstanceTemplate>) -> bool {
+    t.and_then(|t| t.properties.as_ref())
+        .and_then(|p| p.scheduling.as_ref())
+        .is_some_and(|s| s.provisioning_model == Some(scheduling::ProvisioningModel::FlexStart))
+}
+
 /// What the template says the machines are.
 pub(super) fn machine_of(t: Option<&InstanceTemplate>) -> String {
     t.and_then(|t| t.properties.as_ref())
@@ -642,7 +649,7 @@ impl GcpCapacity {
         }
         let template = self.template(region, &name).await?;
         let machine = machine_of(template.as_ref());
-        let group = if cancel_queued && super::flex::is_flex_start(template.as_ref()) {
+        let group = if cancel_queued && is_flex_start(template.as_ref()) {
             self.cancel_queued(region, group, size.on_demand).await?
         } else {
             group
@@ -772,7 +779,7 @@ impl GcpCapacity {
             .await?;
         let t = self.template(region, &name).await?;
         let mut found = resource(region, &group, spot.as_ref(), machine_of(t.as_ref()), None);
-        if super::flex::is_flex_start(t.as_ref()) {
+        if is_flex_start(t.as_ref()) {
             // What gpucap's queued resize requests will add is wanted too (`release` sees a
             // pool whose instances are only queued, and cancels them).
             found.instances += self.queued_instances(region, &name).await?;

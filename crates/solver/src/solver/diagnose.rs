@@ -10,8 +10,16 @@ use chrono::Duration;
 use crate::problem::Validated;
 use crate::timespec;
 
-use super::model::Missing;
 use super::pool::PoolData;
+
+/// GPUs missing in scenario k, segment j: for firm demand and for firm + flex.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Missing {
+    pub scenario: usize,
+    pub segment: usize,
+    pub firm: u64,
+    pub total: u64,
+}
 
 /// Segments where the demand exceeds what the offers could supply even at their limits.
 pub(crate) fn over_capacity(data: &PoolData) -> Vec<Missing> {

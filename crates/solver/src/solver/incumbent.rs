@@ -707,7 +707,7 @@ mod tests {
     #[test]
     fn the_rounded_relaxation_keeps_every_limit_and_costs_no_less_than_the_optimum() {
         // docs/problem-v2.md's example: the optimum is $60,970 (`coupled`'s own test).
-        let text = include_str!("../../tests/fixtures/problems/shared-quota.json");
+        let text = include_str!("../../../../tests/fixtures/problems/shared-quota.json");
         let v =
             validate(parse(text, Path::new("shared-quota.json")).expect("parses")).expect("valid");
         let scopes: Vec<Scope> = (0..2).map(Scope::full).collect();

@@ -53,8 +53,9 @@ use crate::problem::{Solution, Status, Validated};
 pub use baselines::{Baseline, Baselines, baselines};
 pub use memo::Memo;
 
+use diagnose::Missing;
 use mip::{MipLimits, MipStatus};
-use model::{Missing, Mode, PoolModel, PoolPlan};
+use model::{Mode, PoolModel, PoolPlan};
 use pool::{PoolData, Scope};
 
 /// The largest relative gap between the plan and the bound for which `status` is `optimal`.

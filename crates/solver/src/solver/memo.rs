@@ -81,7 +81,8 @@ mod tests {
     use crate::problem::{parse, validate};
     use crate::solver::{SolveOptions, solve};
 
-    const SHARED_QUOTA: &str = include_str!("../../tests/fixtures/problems/shared-quota.json");
+    const SHARED_QUOTA: &str =
+        include_str!("../../../../tests/fixtures/problems/shared-quota.json");
 
     #[test]
     fn a_pool_with_the_same_data_is_answered_again_and_a_changed_one_is_solved() {

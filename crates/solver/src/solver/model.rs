@@ -37,6 +37,7 @@ use std::rc::Rc;
 
 use crate::problem::{OfferKind, Segment};
 
+use super::diagnose::Missing;
 use super::mip::Mip;
 use super::pool::{PoolData, gcd};
 use super::recourse::Recourse;
@@ -47,15 +48,6 @@ use super::recourse::Recourse;
 pub(crate) struct PoolPlan {
     pub purchases: Vec<(usize, u32, u32)>,
     pub usage: Vec<Vec<(usize, Vec<Segment>)>>,
-}
-
-/// GPUs missing in scenario k, segment j: for firm demand and for firm + flex.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Missing {
-    pub scenario: usize,
-    pub segment: usize,
-    pub firm: u64,
-    pub total: u64,
 }
 
 /// `Q` at the term levels `step × a` for `a = first..`, the last one covering all demand.
@@ -701,7 +693,7 @@ mod tests {
     fn hours_whose_cost_is_not_convex_in_term_capacity_get_whole_instances() {
         // 4-GPU terms against 5-GPU on-demand instances: 10 GPUs cost 2 instances with no
         // term, still 2 with one term (6 left), 1 with two: not convex.
-        let text = include_str!("../../tests/fixtures/problems/nonconvex.json");
+        let text = include_str!("../../../../tests/fixtures/problems/nonconvex.json");
         let problem = parse(text, Path::new("nonconvex.json")).expect("parses");
         let validated = validate(problem).expect("valid");
         let data = PoolData::new(&validated, &Scope::full(0));

@@ -13,9 +13,12 @@ use serde::Deserialize;
 
 use crate::Accelerator;
 use crate::diagnostic::{InputError, Location, did_you_mean};
-use crate::render::text::visible;
+use crate::text::visible;
 use crate::timespec::{Horizon, Span, Timestamp};
+
+mod prices;
 use gpucap_provider::Cloud;
+pub use prices::{DiscountKey, KindClass, PriceSettings, PrivateOfferConfig};
 
 /// The whole configuration file.
 #[derive(Debug, Clone, Deserialize)]
@@ -253,72 +256,6 @@ impl<'de> Deserialize<'de> for StateBackendKind {
             ))),
         }
     }
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PriceSettings {
-    /// Use only the built-in price snapshot (and `imports`), never the cloud APIs. Default
-    /// `false`; `gpucap plan --offline` does the same for one run.
-    #[serde(default)]
-    pub offline: bool,
-    /// SkyPilot catalog CSVs (`vms.csv`) to read prices from instead of the cloud APIs,
-    /// relative to this file. Default: none.
-    #[serde(default)]
-    pub imports: Vec<PathBuf>,
-    /// Negotiated discounts (an EDP, private pricing), in percent off the list price, keyed by
-    /// `cloud`, `cloud.kind`, `cloud.family` or `cloud.family.kind` (quote dotted keys:
-    /// `"aws.p5" = 15`). Kinds: `on_demand`, `spot`, `term` (reservations and commitments),
-    /// `capacity_block`; a family is an instance type or its prefix up to a `.`, `-` or `_`
-    /// (`p5`, `a2`, `a2-highgpu`). The most specific key wins and discounts do not stack: a
-    /// family beats a kind, a kind beats the cloud alone, a longer family a shorter one.
-    /// Default: none (list prices).
-    #[serde(default)]
-    pub discounts: BTreeMap<String, f64>,
-    /// Private offers: commitments or term reservations at a negotiated rate (`[[prices.offers]]`).
-    #[serde(default)]
-    pub offers: Vec<PrivateOfferConfig>,
-}
-
-/// A private offer: a term at a negotiated rate, with its size limit and start window.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PrivateOfferConfig {
-    /// The contract's id or name, shown as the price's source (`PPA-2027-0412`).
-    pub reference: String,
-    /// The region it is sold in (the cloud follows from it).
-    pub region: String,
-    /// The instance type it covers (`p4d.24xlarge`).
-    pub instance_type: String,
-    /// `commitment` (savings plan, CUD, Azure reservation) or `reservation` (a term
-    /// reservation). Default `commitment`.
-    #[serde(default = "default_offer_kind")]
-    pub kind: gpucap_provider::PurchaseKind,
-    /// Its term: `1y`, `3y`, `180d`, ….
-    pub term: Span,
-    /// USD per instance-hour, paid every hour of the term, used or not. Give this or `discount`.
-    pub price_per_instance_hour: Option<f64>,
-    /// Percent off the list price of the same instance type, kind and term in the region (off
-    /// its on-demand list price when the clouds list no such term). Give this or
-    /// `price_per_instance_hour`.
-    pub discount: Option<f64>,
-    /// USD paid once per instance when it starts, with `price_per_instance_hour`. Default 0
-    /// (with `discount`: the list's upfront fee, discounted).
-    pub upfront: Option<f64>,
-    /// The most instances the offer sells. Default: no limit.
-    pub max_instances: Option<u32>,
-    /// The first day it may start. Default: the planning start.
-    pub earliest_start: Option<Timestamp>,
-    /// The last day it may start (inclusive, 00:00 UTC starts). Default: the end of the
-    /// horizon.
-    pub latest_start: Option<Timestamp>,
-    /// When the offer was made: the quote's time in the plan for an offer at a stated rate
-    /// (one priced off a list is as old as the list price). Required.
-    pub quoted: Timestamp,
-}
-
-fn default_offer_kind() -> gpucap_provider::PurchaseKind {
-    gpucap_provider::PurchaseKind::Commitment
 }
 
 /// The spot model. Defaults come from public spot traces (`planner::spot` says which and how).
@@ -699,7 +636,7 @@ impl Config {
                     "slip cannot be negative",
                 ));
             }
-            if let Err(m) = crate::render::text::check_name(&s.name) {
+            if let Err(m) = crate::text::check_name(&s.name) {
                 return Err(InputError::new(at(format!("scenarios[{i}].name")), m));
             }
             if s.name.trim().is_empty() || !names.insert(s.name.as_str()) {
@@ -775,7 +712,7 @@ impl Config {
         }
         for (i, f) in self.inputs.forecasts.iter().enumerate() {
             if let Some(team) = &f.team
-                && let Err(m) = crate::render::text::check_name(team)
+                && let Err(m) = crate::text::check_name(team)
             {
                 return Err(InputError::new(
                     at(format!("inputs.forecasts[{i}].team")),
@@ -908,8 +845,7 @@ impl Config {
             }
         }
         self.validate_state(&at)?;
-        crate::contract::validate(&self.prices)
-            .map_err(|(field, m)| InputError::new(at(field), m))?;
+        prices::validate(&self.prices).map_err(|(field, m)| InputError::new(at(field), m))?;
         let mut ids = std::collections::HashMap::new();
         for (i, c) in self.capacity.iter().enumerate() {
             if let Some(first) = ids.insert(c.id.as_str(), i) {
@@ -919,7 +855,7 @@ impl Config {
                 )
                 .with_hint("each [[capacity]] entry is one reservation, block or commitment"));
             }
-            if let Err(m) = crate::render::text::check_name(&c.id) {
+            if let Err(m) = crate::text::check_name(&c.id) {
                 return Err(InputError::new(at(format!("capacity[{i}].id")), m));
             }
             if !(1..=crate::limits::MAX_INSTANCES).contains(&c.instances) {
@@ -973,7 +909,7 @@ impl Config {
                 .map(|(team, v)| (format!("budget.teams.{team}"), Some(*v))),
         );
         for team in b.teams.keys() {
-            if let Err(m) = crate::render::text::check_name(team) {
+            if let Err(m) = crate::text::check_name(team) {
                 return Err(InputError::new(
                     Location::file(path).field(format!("budget.teams.{}", visible(team))),
                     m,

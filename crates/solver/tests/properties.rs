@@ -1,4 +1,4 @@
-//! Properties of `gpucap::solver::solve` on small random problems:
+//! Properties of `gpucap_solver::solver::solve` on small random problems:
 //! - the optimum equals an independent brute-force reference (every combination of term
 //!   purchases, and for each hour the cheapest on-demand and spot mix by dynamic programming);
 //! - adding an offer never raises the cost;
@@ -6,17 +6,18 @@
 //!
 //! Every solution also passes the independent checker.
 
-#[path = "../benches/support/generate.rs"]
+#[path = "../../../benches/support/generate.rs"]
 mod generate;
+#[path = "../../../tests/solver_check/mod.rs"]
 mod solver_check;
 
 use std::collections::{BTreeMap, HashMap};
 
-use gpucap::problem::{
+use gpucap_solver::problem::{
     Offer, OfferKind, PROBLEM_SCHEMA, PoolDemand, Problem, Scenario, Segment, Solution, StartRange,
     Starts, Status, validate,
 };
-use gpucap::solver::{SolveOptions, solve};
+use gpucap_solver::solver::{SolveOptions, solve};
 use proptest::prelude::*;
 
 /// Draws from the benchmark's seeded generator, so a failing case is reproducible from its seed

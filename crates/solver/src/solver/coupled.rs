@@ -554,7 +554,7 @@ mod tests {
     fn a_binding_quota_moves_one_pool_onto_a_block() {
         // docs/problem-v2.md's example: on-demand alone costs $60,480 but breaks the vCPU quota
         // in hours 48-96; four east instances on one block piece cost $490 more.
-        let text = include_str!("../../tests/fixtures/problems/shared-quota.json");
+        let text = include_str!("../../../../tests/fixtures/problems/shared-quota.json");
         let v =
             validate(parse(text, Path::new("shared-quota.json")).expect("parses")).expect("valid");
         assert_eq!(super::components(&v), vec![(vec![0, 1], true)]);
@@ -580,7 +580,7 @@ mod tests {
         // group's turn, that plan is the answer, not "no plan found", and its bound is the
         // pools' own optima without the quota: the joint relaxation, which the engine's limit
         // does not stop, is not started.
-        let text = include_str!("../../tests/fixtures/problems/shared-quota.json");
+        let text = include_str!("../../../../tests/fixtures/problems/shared-quota.json");
         let mut problem = parse(text, Path::new("shared-quota.json")).expect("parses");
         problem.shared_limits[0].cap = 1_700;
         let v = validate(problem).expect("valid");
@@ -630,7 +630,7 @@ mod tests {
 
     #[test]
     fn pools_alone_answer_a_group_whose_limits_do_not_bind() {
-        let text = include_str!("../../tests/fixtures/problems/shared-quota.json");
+        let text = include_str!("../../../../tests/fixtures/problems/shared-quota.json");
         let mut problem = parse(text, Path::new("shared-quota.json")).expect("parses");
         for limit in &mut problem.shared_limits {
             limit.cap = 1_000_000;
