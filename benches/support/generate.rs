@@ -260,6 +260,7 @@ fn offers(shape: &Shape, pool: usize, count: usize, rng: &mut Rng) -> Vec<Offer>
                 min_purchase_instances: None,
                 max_purchase_instances: None,
                 cost_per_purchase: None,
+                placement: None,
             };
             let id = |what: String| format!("{}/r{region}/{what}", prices.name);
             match template {
@@ -428,6 +429,7 @@ fn scenario_demand(
             PoolDemand {
                 firm,
                 flex: flex.clone(),
+                gangs: Vec::new(),
             },
         );
     }
@@ -565,22 +567,26 @@ pub fn couple(
         }
     }
     if !on_demand.is_empty() {
-        problem.shared_limits.push(gpucap_solver::problem::SharedLimit {
-            id: "aws-on-demand-vcpus".to_string(),
-            unit: "vCPUs".to_string(),
-            cap: (quota_fraction * peak as f64 * 24.0) as u64,
-            offers: on_demand,
-            reason: Some("AWS Running On-Demand P instances (vCPUs)".to_string()),
-        });
+        problem
+            .shared_limits
+            .push(gpucap_solver::problem::SharedLimit {
+                id: "aws-on-demand-vcpus".to_string(),
+                unit: "vCPUs".to_string(),
+                cap: (quota_fraction * peak as f64 * 24.0) as u64,
+                offers: on_demand,
+                reason: Some("AWS Running On-Demand P instances (vCPUs)".to_string()),
+            });
     }
     if !blocks.is_empty() {
-        problem.shared_limits.push(gpucap_solver::problem::SharedLimit {
-            id: "capacity-blocks-held".to_string(),
-            unit: "instances".to_string(),
-            cap: blocks_held,
-            offers: blocks,
-            reason: None,
-        });
+        problem
+            .shared_limits
+            .push(gpucap_solver::problem::SharedLimit {
+                id: "capacity-blocks-held".to_string(),
+                unit: "instances".to_string(),
+                cap: blocks_held,
+                offers: blocks,
+                reason: None,
+            });
     }
     problem
 }

@@ -1,6 +1,7 @@
-"""The plain hourly MILP of a gpucap.problem/v1 or /v2, solved with HiGHS (highspy): an
-independent formulation, written from docs/problem-v1.md and docs/problem-v2.md, that the solver
-benchmark and tests compare gpucap's optimum and speed against.
+"""The plain hourly MILP of a gpucap.problem/v1, /v2 or /v3, solved with HiGHS (highspy): an
+independent formulation, written from docs/problem-v1.md, docs/problem-v2.md and
+docs/problem-v3.md, that the solver benchmark and tests compare gpucap's optimum and speed
+against.
 
 One variable per hour and offer (and scenario): integer term purchases n[o,s] at every allowed
 start, active term instances A[o,t] = A[o,t-1] + n[o,t] - n[o,t-L] (bounded by max_instances),
@@ -11,6 +12,13 @@ v2: for a term offer with purchase rules, integer pieces k[o,s] with min*k <= n[
 (max: the offer's max_instances, else PIECE_BIG_M, when the offer states none) at
 cost_per_purchase each; for each shared limit, scenario and hour, the weighted sum of active
 term instances and of that scenario's hourly instances at most its cap.
+
+v3: a binary z[g,p] per gang and allowed placement (one per gang, the same in every scenario),
+and per scenario, gang, hour of its run and on-demand or term offer o of its placements, integer
+nodes u[k,g,o,t] <= nodes * z[g, placement of o], summing to the gang's nodes; per offer and
+hour the gangs' nodes at most that scenario's instances x[k,o,t] (on-demand) or the active term
+instances A[o,t]. A gang's GPUs (nodes times its placements' gpus_per_instance) are firm demand.
+This assigns nodes gang by gang, where gpucap's model only counts each placement's instances.
 
 With `--runs`, hours are merged first into runs of identical hours: maximal spans in which no
 pool's demand changes in any scenario and no term purchase starts or ends. Every hour of a run
@@ -55,6 +63,11 @@ def per_hour(segments, hours):
     return np.cumsum(level)[:hours]
 
 
+def node_size(offers, placement):
+    """The gpus_per_instance of a placement's offers."""
+    return next(o["gpus_per_instance"] for o in offers if o.get("placement") == placement)
+
+
 def runs_of(problem):
     """The run boundaries: 0, every hour where some demand changes, every term start and end
     (inside the horizon), and the horizon's end."""
@@ -65,6 +78,8 @@ def runs_of(problem):
             for key in ("firm", "flex"):
                 for start, end, _ in demand.get(key, []):
                     cuts.update(h for h in (start, end) if 0 <= h <= hours)
+            for gang in demand.get("gangs", []):
+                cuts.update(h for h in (gang["from"], gang["to"]) if 0 <= h <= hours)
     for offer in problem["offers"]:
         if offer["kind"] != "term":
             continue
@@ -111,7 +126,7 @@ def build(problem, runs=False):
         term = offer["term_hours"]
         price = offer["price_per_instance_hour"] * term + (offer.get("upfront_per_instance") or 0.0)
         buy = {index_of[s]: column(price, 0.0, limit, True) for s in allowed_starts(offer, hours)}
-        if problem["schema"] == "gpucap.problem/v2" and any(
+        if problem["schema"] in ("gpucap.problem/v2", "gpucap.problem/v3") and any(
             offer.get(f) is not None
             for f in ("min_purchase_instances", "max_purchase_instances", "cost_per_purchase")
         ):
@@ -147,7 +162,11 @@ def build(problem, runs=False):
         overrides = scenario.get("max_instances", {})
         for pool in problem["pools"]:
             demand = scenario.get("demand", {}).get(pool, {})
-            firm = per_hour(demand.get("firm", []), hours)
+            gang_gpus = [
+                [g["from"], g["to"], g["nodes"] * node_size(offers, g["placements"][0])]
+                for g in demand.get("gangs", [])
+            ]
+            firm = per_hour(demand.get("firm", []) + gang_gpus, hours)
             flex = per_hour(demand.get("flex", []), hours)
             pool_offers = [(o, offer) for o, offer in enumerate(offers) if offer["pool"] == pool]
             for t in range(steps):
@@ -172,6 +191,41 @@ def build(problem, runs=False):
                 if firm[h] > 0:
                     row(float(firm[h]), inf, firm_row)
                 row(float(firm[h] + flex[h]), inf, all_row)
+
+    # v3 gangs: one placement each, and their nodes on that placement's capacity, hour by hour.
+    placement_of = {o: offer.get("placement") for o, offer in enumerate(offers)}
+    choice = {}  # (gang id, placement) -> binary column
+    for scenario in scenarios:
+        for demand in scenario.get("demand", {}).values():
+            for gang in demand.get("gangs", []):
+                for q in gang["placements"]:
+                    if (gang["id"], q) not in choice:
+                        choice[(gang["id"], q)] = column(0.0, 0.0, 1.0, True)
+    for gang_id in sorted({g for g, _ in choice}):
+        row(1.0, 1.0, [(c, 1.0) for (g, _), c in choice.items() if g == gang_id])
+    drawn = {}  # (scenario index, offer index, step) -> entries of gangs' nodes
+    for k_index, scenario in enumerate(scenarios):
+        for demand in scenario.get("demand", {}).values():
+            for gang in demand.get("gangs", []):
+                nodes = float(gang["nodes"])
+                members = [
+                    (o, choice[(gang["id"], placement_of[o])])
+                    for o, offer in enumerate(offers)
+                    if placement_of[o] in gang["placements"] and offer["kind"] != "spot"
+                ]
+                for t in range(steps):
+                    if not (gang["from"] <= cut[t] < gang["to"]):
+                        continue
+                    total = []
+                    for o, z in members:
+                        u = column(0.0, 0.0, nodes, True)
+                        row(-inf, 0.0, [(u, 1.0), (z, -nodes)])
+                        total.append((u, 1.0))
+                        drawn.setdefault((k_index, o, t), []).append((u, 1.0))
+                    row(nodes, nodes, total)
+    for (k_index, o, t), entries in drawn.items():
+        capacity = active[o][t] if offers[o]["kind"] == "term" else hourly[(k_index, o, t)]
+        row(-inf, 0.0, entries + [(capacity, -1.0)])
 
     # v2 shared limits, per scenario and hour (or run: every hour of a run has the same rows).
     ids = {offer["id"]: o for o, offer in enumerate(offers)}

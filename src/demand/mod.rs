@@ -344,6 +344,7 @@ impl DemandCurve {
                                 PoolDemand {
                                     firm: c.firm.clone(),
                                     flex: c.flex.clone(),
+                                    gangs: Vec::new(),
                                 },
                             )
                         })

@@ -239,7 +239,9 @@ mod tests {
                     // 4 held + 6 on demand from hour 24: 10 × 192 = 1,920 vCPUs.
                     segments: vec![Segment(24, 48, 6), Segment(100, 120, 2)],
                 }],
+                runs_on: Vec::new(),
             }],
+            gangs: Vec::new(),
             message: None,
             out_of_time: false,
         };

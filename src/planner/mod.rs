@@ -292,6 +292,7 @@ pub fn build_with(
                         min_purchase_instances: None,
                         max_purchase_instances: None,
                         cost_per_purchase: None,
+                        placement: None,
                     },
                     info(None, 0.0),
                     o.accelerator,
@@ -314,6 +315,7 @@ pub fn build_with(
                             min_purchase_instances: None,
                             max_purchase_instances: None,
                             cost_per_purchase: None,
+                            placement: None,
                         },
                         info(None, overhead),
                         o.accelerator,
@@ -362,6 +364,7 @@ pub fn build_with(
                                 min_purchase_instances: min_purchase,
                                 max_purchase_instances: max_purchase,
                                 cost_per_purchase: None,
+                                placement: None,
                             },
                             info(Some(choice), 0.0),
                             o.accelerator,
@@ -514,6 +517,7 @@ fn existing_offer(
         min_purchase_instances: None,
         max_purchase_instances: None,
         cost_per_purchase: None,
+        placement: None,
     };
     let info = OfferInfo {
         pool: pool.id.clone(),

@@ -1,7 +1,9 @@
-//! An independent checker of `gpucap.solution/v1` and `/v2` documents, written from
-//! `docs/problem-v1.md` and `docs/problem-v2.md` and not from the solver: it expands everything
-//! hour by hour, recomputes every cost, and checks coverage, limits, allowed starts, purchase
-//! pieces and shared limits. Every solve in the solver tests goes through it.
+//! An independent checker of `gpucap.solution/v1`, `/v2` and `/v3` documents, written from
+//! `docs/problem-v1.md`, `docs/problem-v2.md` and `docs/problem-v3.md` and not from the solver:
+//! it expands everything hour by hour, recomputes every cost, and checks coverage, limits,
+//! allowed starts, purchase pieces, shared limits, and that every gang runs whole, in one
+//! placement, on capacity that is there and not drawn twice. Every solve in the solver tests
+//! goes through it.
 //!
 //! Include with `mod solver_check;`.
 
@@ -10,6 +12,15 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use gpucap_solver::problem::{OfferKind, Problem, Solution, Starts, Status};
+
+/// The GPUs per node of a placement: the `gpus_per_instance` of its offers.
+fn node_size(problem: &Problem, placement: &str) -> Option<u64> {
+    problem
+        .offers
+        .iter()
+        .find(|o| o.placement.as_deref() == Some(placement))
+        .map(|o| u64::from(o.gpus_per_instance))
+}
 
 /// Relative tolerance for recomputed costs (the spec's 1e-6).
 const TOLERANCE: f64 = 1e-6;
@@ -49,6 +60,17 @@ pub fn demand(problem: &Problem, k: usize, pool: &str) -> (Vec<u64>, Vec<u64>) {
                 flex[t as usize] += u64::from(s.2);
             }
         }
+        // v3: a gang's GPUs are firm, `nodes` of its placements' node size.
+        for g in &d.gangs {
+            let size = g
+                .placements
+                .first()
+                .and_then(|p| node_size(problem, p))
+                .unwrap_or(0);
+            for t in g.from..g.to {
+                firm[t as usize] += u64::from(g.nodes) * size;
+            }
+        }
     }
     (firm, flex)
 }
@@ -57,8 +79,11 @@ pub fn demand(problem: &Problem, k: usize, pool: &str) -> (Vec<u64>, Vec<u64>) {
 pub fn check(problem: &Problem, solution: &Solution) -> Result<(), String> {
     let mut errors: Vec<String> = Vec::new();
     let mut fail = |e: String| errors.push(e);
-    let v2 = problem.schema == "gpucap.problem/v2";
-    let schema = if v2 {
+    let v3 = problem.schema == "gpucap.problem/v3";
+    let v2 = problem.schema == "gpucap.problem/v2" || v3;
+    let schema = if v3 {
+        "gpucap.solution/v3"
+    } else if v2 {
         "gpucap.solution/v2"
     } else {
         "gpucap.solution/v1"
@@ -248,6 +273,9 @@ pub fn check(problem: &Problem, solution: &Solution) -> Result<(), String> {
             ));
         }
         expected += scenario.probability * cost;
+        if v3 {
+            check_gangs(problem, solution, k, &running, &mut fail);
+        }
         for pool in &problem.pools {
             let (firm, flex) = demand(problem, k, pool);
             for t in 0..h {
@@ -323,6 +351,182 @@ pub fn check(problem: &Problem, solution: &Solution) -> Result<(), String> {
         _ => {}
     }
     finish(errors)
+}
+
+/// What a gang runs on in one hour: instances per `(offer, start of the purchase)`.
+type Instances = BTreeMap<(usize, Option<u32>), u32>;
+
+/// v3, scenario k: every gang has one placement among its own; in every hour of its run its
+/// `runs_on` hold exactly its nodes, all of that placement's on-demand or term offers, a term
+/// run on a purchase held then; no instrument (an on-demand offer, or a purchase) gives gangs
+/// more instances than are in use or held; the restarts of the first scenario are the hours
+/// where a gang's instruments change.
+fn check_gangs(
+    problem: &Problem,
+    solution: &Solution,
+    k: usize,
+    running: &[Vec<u64>],
+    fail: &mut impl FnMut(String),
+) {
+    let h = problem.hours as usize;
+    let scenario = &problem.scenarios[k];
+    let runs = &solution.scenarios[k].runs_on;
+    let offer_index: BTreeMap<&str, usize> = problem
+        .offers
+        .iter()
+        .enumerate()
+        .map(|(i, o)| (o.id.as_str(), i))
+        .collect();
+    let mut gangs = BTreeMap::new();
+    for d in scenario.demand.values() {
+        for g in &d.gangs {
+            gangs.insert(g.id.as_str(), g);
+        }
+    }
+    // Instances drawn by gangs per instrument `(offer, start)` and hour.
+    let mut drawn: BTreeMap<(usize, Option<u32>), Vec<u64>> = BTreeMap::new();
+    // Per gang and hour, its instruments and instances.
+    let mut held: BTreeMap<&str, Vec<Instances>> = BTreeMap::new();
+    for run in runs {
+        let Some(gang) = gangs.get(run.gang.as_str()) else {
+            fail(format!(
+                "{}: runs_on names gang {}, which is not in it",
+                scenario.name, run.gang
+            ));
+            continue;
+        };
+        let Some(placement) = solution.gangs.iter().find(|p| p.gang == run.gang) else {
+            fail(format!("gang {} has runs but no placement", run.gang));
+            continue;
+        };
+        let Some(&o) = offer_index.get(run.offer.as_str()) else {
+            fail(format!(
+                "gang {} runs on unknown offer {}",
+                run.gang, run.offer
+            ));
+            continue;
+        };
+        let offer = &problem.offers[o];
+        if offer.placement.as_deref() != Some(placement.placement.as_str()) {
+            fail(format!(
+                "gang {} runs on {}, outside its placement {}",
+                run.gang, run.offer, placement.placement
+            ));
+        }
+        if !(gang.from <= run.from && run.from < run.to && run.to <= gang.to) || run.instances == 0
+        {
+            fail(format!(
+                "gang {}: run {run:?} outside its hours [{}, {})",
+                run.gang, gang.from, gang.to
+            ));
+            continue;
+        }
+        match (offer.kind, run.start_hour) {
+            (OfferKind::OnDemand, None) => {}
+            (OfferKind::Term, Some(start)) => {
+                let term = offer.term_hours.unwrap_or(0);
+                let bought = solution
+                    .purchases
+                    .iter()
+                    .any(|p| p.offer == run.offer && p.start_hour == start);
+                if !bought
+                    || run.from < start
+                    || u64::from(run.to) > u64::from(start) + u64::from(term)
+                {
+                    fail(format!(
+                        "gang {}: run {run:?} is not on a purchase held then",
+                        run.gang
+                    ));
+                }
+            }
+            _ => fail(format!(
+                "gang {}: run {run:?} on a spot offer, or a term offer without its purchase",
+                run.gang
+            )),
+        }
+        let hours = held
+            .entry(run.gang.as_str())
+            .or_insert_with(|| vec![BTreeMap::new(); h]);
+        let used = drawn
+            .entry((o, run.start_hour))
+            .or_insert_with(|| vec![0; h]);
+        for t in run.from..run.to {
+            *hours[t as usize].entry((o, run.start_hour)).or_default() += run.instances;
+            used[t as usize] += u64::from(run.instances);
+        }
+    }
+    for (&(o, start), used) in &drawn {
+        let offer = &problem.offers[o];
+        for t in 0..h {
+            let there = match start {
+                None => running[o][t],
+                Some(s) => {
+                    let end = u64::from(s) + u64::from(offer.term_hours.unwrap_or(0));
+                    let inside = u64::from(s) <= t as u64 && (t as u64) < end;
+                    solution
+                        .purchases
+                        .iter()
+                        .filter(|p| inside && p.offer == offer.id && p.start_hour == s)
+                        .map(|p| u64::from(p.instances))
+                        .sum::<u64>()
+                }
+            };
+            if used[t] > there {
+                fail(format!(
+                    "{} in {} at hour {t}: gangs run on {} instances of {}{}, {there} there",
+                    scenario.name,
+                    offer.id,
+                    used[t],
+                    offer.id,
+                    start.map(|s| format!(" bought at {s}")).unwrap_or_default()
+                ));
+                break;
+            }
+        }
+    }
+    for (id, gang) in &gangs {
+        let placement = solution
+            .gangs
+            .iter()
+            .filter(|p| p.gang == *id)
+            .collect::<Vec<_>>();
+        let [placement] = placement.as_slice() else {
+            fail(format!(
+                "gang {id} has {} placements in the solution",
+                placement.len()
+            ));
+            continue;
+        };
+        if !gang.placements.contains(&placement.placement) {
+            fail(format!(
+                "gang {id} is placed in {}, not one of its own",
+                placement.placement
+            ));
+        }
+        let empty = vec![BTreeMap::new(); h];
+        let hours = held.get(id).unwrap_or(&empty);
+        for t in gang.from..gang.to {
+            let n: u32 = hours[t as usize].values().sum();
+            if n != gang.nodes {
+                fail(format!(
+                    "gang {id} in {} at hour {t}: {n} nodes, needs {}",
+                    scenario.name, gang.nodes
+                ));
+                break;
+            }
+        }
+        if k == 0 {
+            let restarts = (gang.from + 1..gang.to)
+                .filter(|&t| hours[t as usize] != hours[t as usize - 1])
+                .count();
+            if restarts != placement.restarts as usize {
+                fail(format!(
+                    "gang {id}: {} restarts reported, its runs change {restarts} times",
+                    placement.restarts
+                ));
+            }
+        }
+    }
 }
 
 fn finish(errors: Vec<String>) -> Result<(), String> {

@@ -11,4 +11,4 @@ pub mod problem;
 pub mod solver;
 
 // The ground modules under the names the solver's code has always used (`crate::limits`).
-use gpucap_ground::{diagnostic, limits, timespec};
+use gpucap_ground::{diagnostic, limits, text, timespec};

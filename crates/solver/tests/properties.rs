@@ -70,6 +70,7 @@ fn random_offer(rng: &mut Rng, id: String, pool: &str, hours: u32) -> Offer {
         min_purchase_instances: None,
         max_purchase_instances: None,
         cost_per_purchase: None,
+        placement: None,
     };
     match kind {
         OfferKind::Spot => offer.overhead = Some(rng.below(30) as f64 / 100.0),
@@ -185,6 +186,7 @@ fn random_problem(seed: u64) -> Problem {
                         PoolDemand {
                             firm: random_segments(&mut rng, hours, firm),
                             flex: random_segments(&mut rng, hours, flex),
+                            gangs: Vec::new(),
                         },
                     )
                 })

@@ -9,6 +9,7 @@
 //! field path); [`validate`] checks every rule of the spec and returns a [`Validated`] problem,
 //! the only form the solver accepts.
 
+pub mod gangs;
 mod parse;
 pub mod pieces;
 pub mod size;
@@ -30,6 +31,10 @@ pub const SOLUTION_SCHEMA: &str = "gpucap.solution/v1";
 pub const PROBLEM_SCHEMA_V2: &str = "gpucap.problem/v2";
 /// The answer to a v2 problem: purchases also say how many pieces they are made of.
 pub const SOLUTION_SCHEMA_V2: &str = "gpucap.solution/v2";
+/// The problem with gangs: campaigns that run whole, in one placement (`docs/problem-v3.md`).
+pub const PROBLEM_SCHEMA_V3: &str = "gpucap.problem/v3";
+/// The answer to a v3 problem: also where each gang runs, and on what, hour by hour.
+pub const SOLUTION_SCHEMA_V3: &str = "gpucap.solution/v3";
 
 /// `[from, to, value]`: `value` (GPUs or instances) in every hour `from <= t < to`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -89,6 +94,25 @@ pub struct PoolDemand {
     /// Interruptible work: may also run on spot.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub flex: Vec<Segment>,
+    /// v3: work that runs whole, on `nodes` instances of one placement at once.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gangs: Vec<Gang>,
+}
+
+/// v3: a gang, such as a synchronous training run. In every hour `from <= t < to` it holds
+/// `nodes` instances of on-demand or term offers, all of one of its `placements` (an offer's
+/// `placement`), the same placement in every scenario it appears in. Its GPUs are firm demand
+/// besides the pool's `firm`: `nodes` times the placement's `gpus_per_instance`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Gang {
+    /// The campaign's name; the same gang in every scenario it appears in.
+    pub id: String,
+    pub from: u32,
+    pub to: u32,
+    pub nodes: u32,
+    /// The placements it may run in, by the offers' `placement`.
+    pub placements: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -198,6 +222,10 @@ pub struct Offer {
     /// Default 0.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_per_purchase: Option<f64>,
+    /// v3: where its instances run, such as `aws/us-east-1/p5.48xlarge`. A gang runs on the
+    /// on-demand and term offers of one placement only. Default: none (fluid work only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placement: Option<String>,
 }
 
 impl Offer {
@@ -245,9 +273,14 @@ pub struct Problem {
 }
 
 impl Problem {
-    /// Whether the document is `gpucap.problem/v2`.
+    /// Whether the document may use v2's fields: `gpucap.problem/v2` or `/v3`.
     pub fn is_v2(&self) -> bool {
-        self.schema == PROBLEM_SCHEMA_V2
+        self.schema == PROBLEM_SCHEMA_V2 || self.is_v3()
+    }
+
+    /// Whether the document is `gpucap.problem/v3` (gangs and placements).
+    pub fn is_v3(&self) -> bool {
+        self.schema == PROBLEM_SCHEMA_V3
     }
 }
 
@@ -288,6 +321,35 @@ pub struct ScenarioSolution {
     pub name: String,
     pub cost: f64,
     pub usage: Vec<Usage>,
+    /// v3: what each gang runs on, hour by hour.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runs_on: Vec<GangRun>,
+}
+
+/// v3: a gang's `instances` of one offer (for a term offer, of its purchase at `start_hour`) in
+/// every hour `from <= t < to`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GangRun {
+    pub gang: String,
+    pub offer: String,
+    /// The purchase it runs on, for a term offer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_hour: Option<u32>,
+    pub from: u32,
+    pub to: u32,
+    pub instances: u32,
+}
+
+/// v3: where a gang runs, in every scenario.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GangPlacement {
+    pub gang: String,
+    pub placement: String,
+    /// Times its capacity changes under it in the first scenario (each a restart from a
+    /// checkpoint).
+    pub restarts: u32,
 }
 
 /// The solution document.
@@ -301,6 +363,9 @@ pub struct Solution {
     pub term_cost: f64,
     pub purchases: Vec<Purchase>,
     pub scenarios: Vec<ScenarioSolution>,
+    /// v3: the placement of every gang.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gangs: Vec<GangPlacement>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
     /// The solver stopped at its time limit before finding any plan for some pools: `status`

@@ -9,7 +9,10 @@ use chrono::{DateTime, Timelike, Utc};
 use crate::diagnostic::{InputError, Location, did_you_mean};
 use crate::limits::MAX_POOL_GPUS;
 
-use super::{OfferKind, PROBLEM_SCHEMA, PROBLEM_SCHEMA_V2, Problem, Segment, Starts};
+use super::gangs::{self, GangDemand, Gangs};
+use super::{
+    OfferKind, PROBLEM_SCHEMA, PROBLEM_SCHEMA_V2, PROBLEM_SCHEMA_V3, Problem, Segment, Starts,
+};
 
 /// The largest horizon: 12 years of hours. Beyond it the hourly tables (demand, charts, the
 /// solver's timeline) grow past what a plan a person reviews can mean; it is also the config's
@@ -30,6 +33,7 @@ pub struct Validated {
     limits: Vec<Vec<Option<u32>>>,
     demand: Vec<Vec<PoolSegments>>,
     shared: Vec<Shared>,
+    gangs: Gangs,
 }
 
 /// A v2 shared limit with its offers resolved: `Σ weight × instances in use ≤ cap`.
@@ -111,6 +115,16 @@ impl Validated {
         &self.demand[scenario][pool]
     }
 
+    /// v3's placements and gangs (empty before v3).
+    pub fn gangs(&self) -> &Gangs {
+        &self.gangs
+    }
+
+    /// The gangs of pool `p` in scenario `k`.
+    pub fn gang_demand(&self, scenario: usize, pool: usize) -> &[GangDemand] {
+        &self.gangs.demand[scenario][pool]
+    }
+
     /// Cost of one instance of a term offer: every hour of the term plus the upfront fee.
     pub fn term_cost_per_instance(&self, offer: usize) -> f64 {
         let o = &self.problem.offers[offer];
@@ -146,6 +160,7 @@ pub fn validate(problem: Problem) -> Result<Validated, InputError> {
         limits.push(scenario_limits(&problem, k, &offer_index)?);
         demand.push(scenario_demand(&problem, k, &pool_index)?);
     }
+    let gangs = gangs::check(&problem, &offer_pools)?;
     if let Some(budget) = problem.budget
         && !(budget.is_finite() && budget >= 0.0)
     {
@@ -162,19 +177,20 @@ pub fn validate(problem: Problem) -> Result<Validated, InputError> {
         limits,
         demand,
         shared,
+        gangs,
     })
 }
 
-fn error(field: impl Into<String>, message: impl Into<String>) -> InputError {
+pub(super) fn error(field: impl Into<String>, message: impl Into<String>) -> InputError {
     InputError::new(Location::default().field(field), message)
 }
 
 fn check_header(problem: &Problem) -> Result<DateTime<Utc>, InputError> {
-    if problem.schema != PROBLEM_SCHEMA && problem.schema != PROBLEM_SCHEMA_V2 {
+    if ![PROBLEM_SCHEMA, PROBLEM_SCHEMA_V2, PROBLEM_SCHEMA_V3].contains(&problem.schema.as_str()) {
         return Err(error(
             "schema",
             format!(
-                "expected `{PROBLEM_SCHEMA}` or `{PROBLEM_SCHEMA_V2}`, found `{}`",
+                "expected `{PROBLEM_SCHEMA}`, `{PROBLEM_SCHEMA_V2}` or `{PROBLEM_SCHEMA_V3}`, found `{}`",
                 problem.schema
             ),
         ));
@@ -405,6 +421,12 @@ fn check_purchase_rules(problem: &Problem, i: usize) -> Result<(), InputError> {
 fn v2_only(field: String) -> InputError {
     error(field, format!("is a `{PROBLEM_SCHEMA_V2}` field")).with_hint(format!(
         "set `\"schema\": \"{PROBLEM_SCHEMA_V2}\"` to use it (docs/problem-v2.md)"
+    ))
+}
+
+pub(super) fn v3_only(field: String) -> InputError {
+    error(field, format!("is a `{PROBLEM_SCHEMA_V3}` field")).with_hint(format!(
+        "set `\"schema\": \"{PROBLEM_SCHEMA_V3}\"` to use it (docs/problem-v3.md)"
     ))
 }
 

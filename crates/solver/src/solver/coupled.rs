@@ -212,6 +212,11 @@ pub(crate) fn solve_group(
     let mut incumbent: Option<(Vec<PoolPlan>, f64)> = None;
     let consider = |incumbent: &mut Option<(Vec<PoolPlan>, f64)>,
                     chosen: Vec<Vec<(usize, usize, u32)>>| {
+        // A first plan's hourly instances are each segment's least-cost mix, which knows no
+        // placement: a group with gangs starts branch and bound without one.
+        if data.iter().any(PoolData::has_gangs) {
+            return;
+        }
         let Some(plans) = incumbent::first_plan(v, &data, &models, chosen, share(1.0 / 8.0)) else {
             return;
         };

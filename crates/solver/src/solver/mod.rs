@@ -43,6 +43,7 @@ mod plan;
 mod pool;
 pub mod progress;
 mod recourse;
+mod runs;
 mod timeline;
 
 use std::thread;
@@ -320,9 +321,10 @@ fn solve_pool(
         with_limits: limits_on_pool == Limits::Own,
         ..scope.clone()
     };
+    let data = PoolData::new(v, scope);
     let data = PoolData {
-        explicit: false,
-        ..PoolData::new(v, scope)
+        explicit: data.has_gangs(),
+        ..data
     };
     let over = diagnose::over_capacity(&data);
     if !over.is_empty() {

@@ -48,6 +48,8 @@ use super::recourse::Recourse;
 pub(crate) struct PoolPlan {
     pub purchases: Vec<(usize, u32, u32)>,
     pub usage: Vec<Vec<(usize, Vec<Segment>)>>,
+    /// v3: `(gang, placement)` (indices into `Validated::gangs()`) for each gang of the pool.
+    pub placements: Vec<(usize, usize)>,
 }
 
 /// `Q` at the term levels `step × a` for `a = first..`, the last one covering all demand.
@@ -76,6 +78,8 @@ pub(crate) struct PoolModel<'a> {
     /// Per term offer (as `data.terms`): the breakpoints of its active-count intervals and the
     /// column `A` of each interval.
     active: Vec<(Vec<u32>, Vec<usize>)>,
+    /// v3: per gang (as `data.gangs`), `(placement, column)`: the binary choosing it.
+    gang_cols: Vec<Vec<(usize, usize)>>,
 }
 
 /// How to build the model.
@@ -115,6 +119,7 @@ impl<'a> PoolModel<'a> {
             integer_segments: 0,
             instances: HashMap::new(),
             active,
+            gang_cols: Vec::new(),
         };
         let explicit = data.explicit && mode == Mode::Cost;
         let step = data.terms.iter().map(|t| t.gpus / unit).fold(0, gcd).max(1) as u64;
@@ -195,7 +200,77 @@ impl<'a> PoolModel<'a> {
                 }
             }
         }
+        if mode == Mode::Cost && data.has_gangs() {
+            model.add_gangs();
+        }
         model
+    }
+
+    /// v3: each gang in exactly one of its placements (a binary per placement), and in every
+    /// scenario-segment the on-demand instances and held term instances of each placement
+    /// at least the nodes of the gangs placed there. The pool's coverage rows already count
+    /// the gangs' GPUs, so what the placements do not hold for gangs covers the rest.
+    fn add_gangs(&mut self) {
+        let data = self.data;
+        let mut gang_cols = Vec::with_capacity(data.gangs.len());
+        for gang in &data.gangs {
+            let cols: Vec<(usize, usize)> = gang
+                .placements
+                .iter()
+                .map(|&q| (q, self.mip.add_col(0.0, 0.0, 1.0, true)))
+                .collect();
+            self.mip
+                .add_row(1.0, 1.0, cols.iter().map(|&(_, c)| (c, 1.0)));
+            gang_cols.push(cols);
+        }
+        for k in 0..data.scenarios() {
+            for j in 0..data.timeline.segments() {
+                let (start, end) = (data.timeline.start(j), data.timeline.end(j));
+                let here: Vec<_> = data.gang_needs[k]
+                    .iter()
+                    .filter(|n| n.from <= start && end <= n.to)
+                    .collect();
+                for (q, offers) in &data.placements {
+                    let mut entries: Vec<(usize, f64)> = here
+                        .iter()
+                        .filter_map(|n| {
+                            let col = gang_cols[n.gang].iter().find(|(p, _)| p == q)?.1;
+                            Some((col, -f64::from(n.nodes)))
+                        })
+                        .collect();
+                    if entries.is_empty() {
+                        continue;
+                    }
+                    for &o in offers {
+                        let col = self
+                            .instance_column(k, j, o)
+                            .filter(|_| {
+                                data.hourly[k]
+                                    .iter()
+                                    .any(|h| h.offer == o && h.kind == OfferKind::OnDemand)
+                            })
+                            .or_else(|| self.active_column(o, start));
+                        entries.extend(col.map(|c| (c, 1.0)));
+                    }
+                    self.mip.add_row(0.0, f64::INFINITY, entries);
+                }
+            }
+        }
+        self.gang_cols = gang_cols;
+    }
+
+    /// v3: the placement each gang's binaries choose in `values`.
+    fn placements(&self, values: &[f64]) -> Vec<(usize, usize)> {
+        self.gang_cols
+            .iter()
+            .zip(&self.data.gangs)
+            .filter_map(|(cols, gang)| {
+                let &(q, _) = cols
+                    .iter()
+                    .max_by(|a, b| values[a.1].total_cmp(&values[b.1]))?;
+                Some((gang.gang, q))
+            })
+            .collect()
     }
 
     /// A convex curve as a convex combination of its corners: weights λ summing to one, each
@@ -315,7 +390,11 @@ impl<'a> PoolModel<'a> {
                 .collect();
             usage.push(per_offer);
         }
-        PoolPlan { purchases, usage }
+        PoolPlan {
+            purchases,
+            usage,
+            placements: self.placements(values),
+        }
     }
 
     /// The columns of the instances of hourly offer `offer` in scenario k, segment j, where the
@@ -378,7 +457,7 @@ impl<'a> PoolModel<'a> {
     }
 
     /// The plan of purchases `chosen` and hourly instances `counts[k][h][j]` (scenario, hourly
-    /// offer, segment).
+    /// offer, segment). It places no gang: first plans are not made for pools with gangs.
     pub fn plan_of(&self, chosen: &[(usize, usize, u32)], counts: &[Vec<Vec<u32>>]) -> PoolPlan {
         let data = self.data;
         PoolPlan {
@@ -398,6 +477,7 @@ impl<'a> PoolModel<'a> {
                         .collect()
                 })
                 .collect(),
+            placements: Vec::new(),
         }
     }
 

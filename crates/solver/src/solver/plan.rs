@@ -2,8 +2,8 @@
 //! whole-number decisions (never taken from the MIP's floating-point objective).
 
 use crate::problem::{
-    Purchase, SOLUTION_SCHEMA, SOLUTION_SCHEMA_V2, ScenarioSolution, Solution, Status, Usage,
-    Validated, pieces::fewest_pieces,
+    GangPlacement, Purchase, SOLUTION_SCHEMA, SOLUTION_SCHEMA_V2, SOLUTION_SCHEMA_V3,
+    ScenarioSolution, Solution, Status, Usage, Validated, pieces::fewest_pieces,
 };
 
 use super::model::PoolPlan;
@@ -16,6 +16,12 @@ pub(crate) fn solution(v: &Validated, plans: &[PoolPlan]) -> Solution {
         .flat_map(|p| p.purchases.iter().copied())
         .collect();
     purchases.sort_unstable();
+    let mut placements: Vec<(usize, usize)> = plans
+        .iter()
+        .flat_map(|p| p.placements.iter().copied())
+        .collect();
+    placements.sort_unstable();
+    let mut first_restarts = std::collections::BTreeMap::new();
     // Folds from +0.0: an empty f64 sum is -0.0, which would print as `-0.0`.
     let v2 = problem.is_v2();
     // v2: a purchase is made of the fewest pieces its maximum allows (the cheapest split, see
@@ -56,6 +62,10 @@ pub(crate) fn solution(v: &Validated, plans: &[PoolPlan]) -> Solution {
                     instance_hours as f64 * v.hourly_cost(*o)
                 })
                 .fold(0.0, |a, b| a + b);
+            let (runs_on, restarts) = super::runs::runs(v, k, &purchases, &usage, &placements);
+            if k == 0 {
+                first_restarts = restarts;
+            }
             let usage = usage
                 .into_iter()
                 .map(|(o, segments)| Usage {
@@ -67,6 +77,7 @@ pub(crate) fn solution(v: &Validated, plans: &[PoolPlan]) -> Solution {
                 name: scenario.name.clone(),
                 cost,
                 usage,
+                runs_on,
             }
         })
         .collect();
@@ -85,8 +96,18 @@ pub(crate) fn solution(v: &Validated, plans: &[PoolPlan]) -> Solution {
             pieces: pieces(o, instances),
         })
         .collect();
+    let gangs = placements
+        .iter()
+        .map(|&(g, q)| GangPlacement {
+            gang: v.gangs().gangs[g].id.clone(),
+            placement: v.gangs().placements[q].name.clone(),
+            restarts: first_restarts.get(&g).copied().unwrap_or(0),
+        })
+        .collect();
     Solution {
-        schema: if v2 {
+        schema: if problem.is_v3() {
+            SOLUTION_SCHEMA_V3
+        } else if v2 {
             SOLUTION_SCHEMA_V2
         } else {
             SOLUTION_SCHEMA
@@ -98,6 +119,7 @@ pub(crate) fn solution(v: &Validated, plans: &[PoolPlan]) -> Solution {
         term_cost,
         purchases,
         scenarios,
+        gangs,
         message: None,
         out_of_time: false,
     }

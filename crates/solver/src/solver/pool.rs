@@ -6,7 +6,7 @@
 //! total after the fact), so each pool is prepared on its own; pools coupled by a shared limit
 //! are prepared on a common timeline (`Scope::cuts`) and solved together (`super::coupled`).
 
-use crate::problem::{OfferKind, Validated};
+use crate::problem::{OfferKind, Segment, Validated};
 
 use super::timeline::Timeline;
 
@@ -99,6 +99,24 @@ pub(crate) struct HourlyOffer {
     pub price: f64,
 }
 
+/// v3: a gang of the pool and the placements it may run in (indices into
+/// `Validated::gangs()`).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct PoolGang {
+    pub gang: usize,
+    pub placements: Vec<usize>,
+}
+
+/// v3: a gang of the pool in one scenario: `nodes` instances in every hour `from <= t < to`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct GangNeed {
+    /// Index into `PoolData::gangs`.
+    pub gang: usize,
+    pub from: u32,
+    pub to: u32,
+    pub nodes: u32,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct PoolData {
     pub pool: usize,
@@ -115,9 +133,16 @@ pub(crate) struct PoolData {
     pub probability: Vec<f64>,
     /// Hours where some scenario's demand changes.
     pub demand_cuts: Vec<u32>,
-    /// Some on-demand or spot offer of the pool is in a v2 shared limit, so hourly usage must
-    /// be modelled instance by instance (the limit couples it to other offers).
+    /// Some on-demand or spot offer of the pool is in a v2 shared limit, or the pool has
+    /// gangs, so hourly usage must be modelled instance by instance (the limit couples it to
+    /// other offers; a gang needs it in one placement).
     pub explicit: bool,
+    /// v3: the pool's gangs, and per scenario where and how large each one runs. Their GPUs are
+    /// in `firm` and `total` too.
+    pub gangs: Vec<PoolGang>,
+    pub gang_needs: Vec<Vec<GangNeed>>,
+    /// v3: the offers (as `placement.offers`) of each placement some gang may run in.
+    pub placements: Vec<(usize, Vec<usize>)>,
 }
 
 impl PoolData {
@@ -126,19 +151,39 @@ impl PoolData {
         self.terms.iter().any(|t| t.pieces.is_some())
     }
 
+    /// The pool has v3 gangs.
+    pub fn has_gangs(&self) -> bool {
+        !self.gangs.is_empty()
+    }
+
     pub fn new(v: &Validated, scope: &Scope) -> Self {
         let p = scope.pool;
         let problem = v.problem();
         let hours = problem.hours;
         let scenarios = problem.scenarios.len();
         let mut terms = term_offers(v, scope);
+        let (gangs, gang_needs, placements) = pool_gangs(v, p);
+        // A gang's GPUs are firm demand: its nodes times its placements' node size.
+        let gang_gpus: Vec<Vec<Segment>> = gang_needs
+            .iter()
+            .map(|needs| {
+                needs
+                    .iter()
+                    .map(|n| {
+                        let node = v.gangs().placements[gangs[n.gang].placements[0]].gpus_per_node;
+                        Segment(n.from, n.to, n.nodes.saturating_mul(node))
+                    })
+                    .collect()
+            })
+            .collect();
         let mut demand_cuts = scope.cuts.clone();
-        for k in 0..scenarios {
+        for (k, gangs) in gang_gpus.iter().enumerate() {
             let d = v.demand(k, p);
             let ends = d
                 .firm
                 .iter()
                 .chain(&d.flex)
+                .chain(gangs)
                 .flat_map(|s| [s.from(), s.to()]);
             demand_cuts.extend(ends);
         }
@@ -149,7 +194,7 @@ impl PoolData {
             .flat_map(|t| t.starts.iter().flat_map(|s| [s.start, s.end]));
         let timeline = Timeline::new(hours, demand_cuts.iter().copied().chain(windows));
         let firm: Vec<Vec<u64>> = (0..scenarios)
-            .map(|k| timeline.accumulate(&v.demand(k, p).firm))
+            .map(|k| timeline.accumulate(v.demand(k, p).firm.iter().chain(&gang_gpus[k])))
             .collect();
         let total: Vec<Vec<u64>> = (0..scenarios)
             .map(|k| {
@@ -171,8 +216,9 @@ impl PoolData {
             }
             terms.retain(|t| !t.starts.is_empty());
         }
-        let hourly: Vec<Vec<HourlyOffer>> =
-            (0..scenarios).map(|k| hourly_offers(v, scope, k)).collect();
+        let hourly: Vec<Vec<HourlyOffer>> = (0..scenarios)
+            .map(|k| hourly_offers(v, scope, k, &placements))
+            .collect();
         let sizes = hourly
             .iter()
             .flatten()
@@ -180,7 +226,8 @@ impl PoolData {
             .chain(terms.iter().map(|t| t.gpus));
         let unit = sizes.fold(0, gcd).max(1);
         let probability = problem.scenarios.iter().map(|s| s.probability).collect();
-        let explicit = scope.with_limits && hourly.iter().flatten().any(|h| v.is_shared(h.offer));
+        let explicit = !gangs.is_empty()
+            || (scope.with_limits && hourly.iter().flatten().any(|h| v.is_shared(h.offer)));
         let data = PoolData {
             pool: p,
             timeline,
@@ -192,6 +239,9 @@ impl PoolData {
             probability,
             demand_cuts,
             explicit,
+            gangs,
+            gang_needs,
+            placements,
         };
         // Cut the timeline again without the windows of the starts just dropped.
         recut(data)
@@ -401,14 +451,65 @@ fn window_max(values: &[u64], windows: &[(usize, usize)]) -> Vec<u64> {
         .collect()
 }
 
+/// v3: the gangs of pool `p`, what each scenario needs of them, and the placements they may
+/// run in with their offers.
+#[allow(clippy::type_complexity)]
+fn pool_gangs(
+    v: &Validated,
+    p: usize,
+) -> (Vec<PoolGang>, Vec<Vec<GangNeed>>, Vec<(usize, Vec<usize>)>) {
+    let all = v.gangs();
+    let mut gangs: Vec<PoolGang> = Vec::new();
+    let mut local = std::collections::HashMap::new();
+    let needs = (0..v.problem().scenarios.len())
+        .map(|k| {
+            v.gang_demand(k, p)
+                .iter()
+                .map(|d| {
+                    let gang = *local.entry(d.gang).or_insert_with(|| {
+                        gangs.push(PoolGang {
+                            gang: d.gang,
+                            placements: all.gangs[d.gang].placements.clone(),
+                        });
+                        gangs.len() - 1
+                    });
+                    GangNeed {
+                        gang,
+                        from: d.from,
+                        to: d.to,
+                        nodes: d.nodes,
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    let mut placements: Vec<usize> = gangs.iter().flat_map(|g| g.placements.clone()).collect();
+    placements.sort_unstable();
+    placements.dedup();
+    let placements = placements
+        .into_iter()
+        .map(|q| (q, all.placements[q].offers.clone()))
+        .collect();
+    (gangs, needs, placements)
+}
+
 /// The on-demand and spot offers of the pool usable in scenario `k`, without those another
 /// offer beats: B is dropped when an offer A with no limit in this scenario has a
 /// `gpus_per_instance` dividing B's, costs no more per GPU-hour, and serves whatever B serves
 /// (on-demand serves all demand, spot only flex). Replacing each B instance by `g_B / g_A`
 /// instances of A then never costs more. Ties go to on-demand, then smaller instances, then
-/// the earlier offer, so two equal offers never remove each other.
-fn hourly_offers(v: &Validated, scope: &Scope, k: usize) -> Vec<HourlyOffer> {
+/// the earlier offer, so two equal offers never remove each other. An on-demand offer in a
+/// placement some gang may run in (`placements`) is beaten only by one of the same placement:
+/// another serves the pool's other work, not the gang.
+fn hourly_offers(
+    v: &Validated,
+    scope: &Scope,
+    k: usize,
+    placements: &[(usize, Vec<usize>)],
+) -> Vec<HourlyOffer> {
     let problem = v.problem();
+    let placement_of =
+        |o: usize| v.gangs().offer_placement[o].filter(|q| placements.iter().any(|(p, _)| p == q));
     let all: Vec<HourlyOffer> = (0..problem.offers.len())
         .filter(|&o| v.pool_of(o) == scope.pool)
         .filter(|&o| match problem.offers[o].kind {
@@ -436,6 +537,12 @@ fn hourly_offers(v: &Validated, scope: &Scope, k: usize) -> Vec<HourlyOffer> {
             return false;
         }
         if a.kind == OfferKind::Spot && b.kind == OfferKind::OnDemand {
+            return false;
+        }
+        if b.kind == OfferKind::OnDemand
+            && placement_of(b.offer).is_some()
+            && placement_of(a.offer) != placement_of(b.offer)
+        {
             return false;
         }
         let a_cost = a.price * f64::from(b.gpus / a.gpus);
