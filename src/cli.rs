@@ -54,7 +54,9 @@ pub enum Command {
     Release(commands::release::ReleaseArgs),
     /// What gpucap manages: `state list`, `state show ID`.
     State(commands::state::StateArgs),
-    /// Remove the state lock a killed run left behind (its id is in the waiting run's error).
+    /// Remove a state lock a run left behind on another host, or in S3 before its lease runs
+    /// out (its id is in the waiting run's error). A lock left by a dead process on this host
+    /// is taken over by the next run without this.
     ForceUnlock(commands::state::ForceUnlockArgs),
 }
 

@@ -4,8 +4,8 @@
 //!
 //! - a plan is applied, a re-run has nothing to do, the state lists what was bought;
 //! - killed (SIGKILL) after every journal record, and in the middle of a purchase, then
-//!   force-unlocked and re-run: every block is bought exactly once and the state equals the
-//!   plan;
+//!   re-run: the dead run's lock is taken over (said, and audited), every block is bought
+//!   exactly once and the state equals the plan;
 //! - the peer drops the answer of a purchase it carried out: found by tag, not bought again;
 //! - two applies at once: one waits and fails naming the holder, the state stays whole;
 //! - a stale plan (a calendar edited after planning) is refused;
@@ -322,6 +322,29 @@ fn lock_id(project: &Project) -> Option<String> {
     v["id"].as_str().map(str::to_string)
 }
 
+/// Asserts that `rerun` took over the lock `id` a killed run left: it said so, and the audit log
+/// has one record of it naming that lock.
+fn assert_took_over(project: &Project, rerun: &Output, id: &str) {
+    let err = text(&rerun.stderr);
+    assert!(
+        err.contains(&format!("took over the state lock {id}"))
+            && err.contains("no longer running"),
+        "{err}"
+    );
+    let audit = std::fs::read_to_string(project.path(".gpucap/audit.jsonl")).unwrap();
+    let takeovers: Vec<Value> = audit
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|r| r["outcome"] == "lock-takeover")
+        .collect();
+    assert_eq!(takeovers.len(), 1, "{audit}");
+    let detail = takeovers[0]["detail"].as_str().unwrap();
+    assert!(
+        detail.contains(id) && detail.contains("is no longer running"),
+        "{detail}"
+    );
+}
+
 #[test]
 fn killed_at_every_journal_boundary_then_rerun_buys_everything_exactly_once() {
     // A full run writes: per block part intent, sent, done (3 records).
@@ -342,16 +365,8 @@ fn killed_at_every_journal_boundary_then_rerun_buys_everything_exactly_once() {
             "the run did not reach journal record {n}"
         );
         let id = lock_id(&project).expect("a killed run leaves its lock");
-        // The lock held by a dead process stops the next run, naming the holder.
-        let blocked = project.apply(&peer, "plan.json", &["--lock-timeout", "1s"]);
-        assert!(!blocked.status.success());
-        assert!(
-            text(&blocked.stderr).contains(&id),
-            "names the lock to force-unlock: {}",
-            text(&blocked.stderr)
-        );
-        let unlock = project.run(None, &["force-unlock", &id]);
-        assert!(unlock.status.success(), "{}", text(&unlock.stderr));
+        // The lock held by a dead process on this host is taken over by the next run, without
+        // waiting and without a person.
         let rerun = project.apply(&peer, "plan.json", &[]);
         assert!(
             rerun.status.success(),
@@ -359,6 +374,8 @@ fn killed_at_every_journal_boundary_then_rerun_buys_everything_exactly_once() {
             text(&rerun.stdout),
             text(&rerun.stderr)
         );
+        assert_took_over(&project, &rerun, &id);
+        assert!(!project.path(".gpucap/lock.json").exists());
         let bought = purchases(&peer);
         assert_eq!(bought.len(), parts, "kill after record {n}: {bought:?}");
         assert!(
@@ -407,9 +424,9 @@ fn killed_in_the_middle_of_a_purchase_then_rerun_buys_it_once() {
     let _ = child.wait();
     peer.set_faults(&serde_json::json!({"seed": 1, "rules": []}));
     let id = lock_id(&project).expect("the killed run's lock");
-    assert!(project.run(None, &["force-unlock", &id]).status.success());
     let rerun = project.apply(&peer, "plan.json", &[]);
     assert!(rerun.status.success(), "{}", text(&rerun.stderr));
+    assert_took_over(&project, &rerun, &id);
     let bought = purchases(&peer);
     assert_eq!(bought.len(), parts, "{bought:?}");
     assert!(bought.values().all(|c| *c == 1), "{bought:?}");
