@@ -9,7 +9,8 @@
 //! - the peer drops the answer of a purchase it carried out: found by tag, not bought again;
 //! - two applies at once: one waits and fails naming the holder, the state stays whole;
 //! - a stale plan (a calendar edited after planning) is refused;
-//! - a dry run changes nothing; the audit log holds no credential.
+//! - a dry run changes nothing and accounts for every due action (would do, for a person and
+//!   why, or waiting for a later run); the audit log holds no credential.
 
 #[path = "support/ec2_peer.rs"]
 mod ec2_peer;
@@ -273,8 +274,57 @@ fn a_dry_run_changes_nothing() {
         "{}",
         text(&run.stdout)
     );
+    // "N action(s) due", then each of the N with what would become of it.
+    let due = due_count(&text(&run.stderr));
+    let out = text(&run.stdout);
+    let ledger: Vec<&str> = out
+        .lines()
+        .skip_while(|l| !l.starts_with("Due actions ("))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .collect();
+    assert!(out.contains(&format!("Due actions ({due}): ")), "{out}");
+    assert_eq!(ledger.len(), due, "{out}");
+    let fates = ["would do", "for a person", "later run", "done earlier"];
+    for line in &ledger {
+        assert!(
+            fates.iter().any(|f| line.trim_start().starts_with(f)),
+            "{line}"
+        );
+        if line.trim_start().starts_with("for a person")
+            || line.trim_start().starts_with("later run")
+        {
+            assert!(line.contains(": "), "says why: {line}");
+        }
+    }
+    assert!(
+        ledger
+            .iter()
+            .any(|l| l.trim_start().starts_with("would do")),
+        "{out}"
+    );
+    // The JSON says the same of every due action.
+    let json = project.apply(&peer, "plan.json", &["--dry-run", "--format", "json"]);
+    assert!(json.status.success(), "{}", text(&json.stderr));
+    let summary: Value = serde_json::from_slice(&json.stdout).unwrap();
+    let listed = summary["due"].as_array().unwrap();
+    assert_eq!(listed.len(), due, "{summary}");
+    assert!(
+        listed
+            .iter()
+            .all(|a| a["fate"].is_string() && a["action"].is_string())
+    );
     assert!(purchases(&peer).is_empty());
     assert!(!project.path(".gpucap").exists(), "not even the state");
+}
+
+/// N in the "N action(s) due by …" line apply prints on stderr.
+fn due_count(stderr: &str) -> usize {
+    stderr
+        .lines()
+        .find_map(|l| l.split_once(" action(s) due by ").map(|(n, _)| n))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no \"action(s) due\" line: {stderr}"))
 }
 
 /// Runs apply until it halts after journal record `n` (or finishes first), kills it with
