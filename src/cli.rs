@@ -8,7 +8,7 @@
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{Args, CommandFactory, Parser, Subcommand};
 
 use crate::commands;
 use crate::commands::common::{ColorChoice, GlobalArgs, Outcome, exit};
@@ -54,8 +54,21 @@ pub enum Command {
     Release(commands::release::ReleaseArgs),
     /// What gpucap manages: `state list`, `state show ID`.
     State(commands::state::StateArgs),
-    /// Remove the state lock a killed run left behind (its id is in the waiting run's error).
+    /// Remove a state lock a run left behind on another host, or in S3 before its lease runs
+    /// out (its id is in the waiting run's error). A lock left by a dead process on this host
+    /// is taken over by the next run without this.
     ForceUnlock(commands::state::ForceUnlockArgs),
+    /// Print a shell completion script (bash, zsh, fish, powershell, elvish) on stdout.
+    Completions(CompletionsArgs),
+    /// Print the man page (roff) on stdout.
+    Man,
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete in.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
 }
 
 pub fn main() -> ExitCode {
@@ -77,6 +90,8 @@ pub fn main() -> ExitCode {
         Command::Release(args) => commands::release::run(&cli.global, args),
         Command::State(args) => commands::state::run(&cli.global, args),
         Command::ForceUnlock(args) => commands::state::force_unlock(&cli.global, args),
+        Command::Completions(args) => print(&completions(args.shell)),
+        Command::Man => man().and_then(|page| print(&page)),
     };
     match result {
         Ok(Outcome(code)) => ExitCode::from(code),
@@ -86,6 +101,25 @@ pub fn main() -> ExitCode {
         }
         Err(err) => report(&err),
     }
+}
+
+/// The completion script for `shell`, generated from the parser itself.
+pub fn completions(shell: clap_complete::Shell) -> String {
+    let mut out = Vec::new();
+    clap_complete::generate(shell, &mut Cli::command(), "gpucap", &mut out);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The man page (section 1, roff) of `gpucap` and its subcommands' synopsis, from the parser.
+pub fn man() -> anyhow::Result<String> {
+    let mut out = Vec::new();
+    clap_mangen::Man::new(Cli::command()).render(&mut out)?;
+    Ok(String::from_utf8(out)?)
+}
+
+fn print(text: &str) -> anyhow::Result<Outcome> {
+    commands::common::stdout(text)?;
+    Ok(Outcome::OK)
 }
 
 /// Prints an error chain with hints on stderr and picks the exit status.
@@ -131,4 +165,63 @@ fn init_logging(global: &GlobalArgs) {
         .with_target(false)
         .without_time()
         .init();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bash_completion_knows_every_subcommand() {
+        let script = completions(clap_complete::Shell::Bash);
+        for name in Cli::command().get_subcommands().map(|c| c.get_name()) {
+            assert!(script.contains(name), "`{name}` missing from:\n{script}");
+        }
+        assert!(
+            script.contains("complete -F"),
+            "a bash completion: {script}"
+        );
+        for shell in [
+            clap_complete::Shell::Zsh,
+            clap_complete::Shell::Fish,
+            clap_complete::Shell::PowerShell,
+            clap_complete::Shell::Elvish,
+        ] {
+            assert!(completions(shell).contains("force-unlock"), "{shell}");
+        }
+    }
+
+    #[test]
+    fn the_man_page_is_roff_with_a_title_and_the_subcommands() {
+        let page = man().unwrap();
+        // clap_mangen defines the apostrophe string (`.ie`/`.el`) first, then the title.
+        let first = page
+            .lines()
+            .find(|l| !l.starts_with(".ie ") && !l.starts_with(".el "))
+            .unwrap_or_default();
+        assert!(first.starts_with(".TH gpucap 1"), "{page}");
+        assert!(
+            page.contains(".SH NAME") && page.contains(".SH SUBCOMMANDS"),
+            "{page}"
+        );
+        assert!(page.contains("force\\-unlock"), "{page}");
+        // Where groff is installed, it reads the page without a warning (`-ww`: all of them).
+        let groff = std::process::Command::new("groff")
+            .args(["-man", "-Tutf8", "-ww", "-z"])
+            .stdin(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn();
+        if let Ok(mut groff) = groff {
+            use std::io::Write as _;
+            groff
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(page.as_bytes())
+                .unwrap();
+            let out = groff.wait_with_output().unwrap();
+            let warnings = String::from_utf8_lossy(&out.stderr);
+            assert!(out.status.success() && warnings.is_empty(), "{warnings}");
+        }
+    }
 }

@@ -4,12 +4,13 @@
 //!
 //! - a plan is applied, a re-run has nothing to do, the state lists what was bought;
 //! - killed (SIGKILL) after every journal record, and in the middle of a purchase, then
-//!   force-unlocked and re-run: every block is bought exactly once and the state equals the
-//!   plan;
+//!   re-run: the dead run's lock is taken over (said, and audited), every block is bought
+//!   exactly once and the state equals the plan;
 //! - the peer drops the answer of a purchase it carried out: found by tag, not bought again;
 //! - two applies at once: one waits and fails naming the holder, the state stays whole;
 //! - a stale plan (a calendar edited after planning) is refused;
-//! - a dry run changes nothing; the audit log holds no credential.
+//! - a dry run changes nothing and accounts for every due action (would do, for a person and
+//!   why, or waiting for a later run); the audit log holds no credential.
 
 #[path = "support/ec2_peer.rs"]
 mod ec2_peer;
@@ -273,8 +274,57 @@ fn a_dry_run_changes_nothing() {
         "{}",
         text(&run.stdout)
     );
+    // "N action(s) due", then each of the N with what would become of it.
+    let due = due_count(&text(&run.stderr));
+    let out = text(&run.stdout);
+    let ledger: Vec<&str> = out
+        .lines()
+        .skip_while(|l| !l.starts_with("Due actions ("))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .collect();
+    assert!(out.contains(&format!("Due actions ({due}): ")), "{out}");
+    assert_eq!(ledger.len(), due, "{out}");
+    let fates = ["would do", "for a person", "later run", "done earlier"];
+    for line in &ledger {
+        assert!(
+            fates.iter().any(|f| line.trim_start().starts_with(f)),
+            "{line}"
+        );
+        if line.trim_start().starts_with("for a person")
+            || line.trim_start().starts_with("later run")
+        {
+            assert!(line.contains(": "), "says why: {line}");
+        }
+    }
+    assert!(
+        ledger
+            .iter()
+            .any(|l| l.trim_start().starts_with("would do")),
+        "{out}"
+    );
+    // The JSON says the same of every due action.
+    let json = project.apply(&peer, "plan.json", &["--dry-run", "--format", "json"]);
+    assert!(json.status.success(), "{}", text(&json.stderr));
+    let summary: Value = serde_json::from_slice(&json.stdout).unwrap();
+    let listed = summary["due"].as_array().unwrap();
+    assert_eq!(listed.len(), due, "{summary}");
+    assert!(
+        listed
+            .iter()
+            .all(|a| a["fate"].is_string() && a["action"].is_string())
+    );
     assert!(purchases(&peer).is_empty());
     assert!(!project.path(".gpucap").exists(), "not even the state");
+}
+
+/// N in the "N action(s) due by …" line apply prints on stderr.
+fn due_count(stderr: &str) -> usize {
+    stderr
+        .lines()
+        .find_map(|l| l.split_once(" action(s) due by ").map(|(n, _)| n))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no \"action(s) due\" line: {stderr}"))
 }
 
 /// Runs apply until it halts after journal record `n` (or finishes first), kills it with
@@ -322,6 +372,29 @@ fn lock_id(project: &Project) -> Option<String> {
     v["id"].as_str().map(str::to_string)
 }
 
+/// Asserts that `rerun` took over the lock `id` a killed run left: it said so, and the audit log
+/// has one record of it naming that lock.
+fn assert_took_over(project: &Project, rerun: &Output, id: &str) {
+    let err = text(&rerun.stderr);
+    assert!(
+        err.contains(&format!("took over the state lock {id}"))
+            && err.contains("no longer running"),
+        "{err}"
+    );
+    let audit = std::fs::read_to_string(project.path(".gpucap/audit.jsonl")).unwrap();
+    let takeovers: Vec<Value> = audit
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|r| r["outcome"] == "lock-takeover")
+        .collect();
+    assert_eq!(takeovers.len(), 1, "{audit}");
+    let detail = takeovers[0]["detail"].as_str().unwrap();
+    assert!(
+        detail.contains(id) && detail.contains("is no longer running"),
+        "{detail}"
+    );
+}
+
 #[test]
 fn killed_at_every_journal_boundary_then_rerun_buys_everything_exactly_once() {
     // A full run writes: per block part intent, sent, done (3 records).
@@ -342,16 +415,8 @@ fn killed_at_every_journal_boundary_then_rerun_buys_everything_exactly_once() {
             "the run did not reach journal record {n}"
         );
         let id = lock_id(&project).expect("a killed run leaves its lock");
-        // The lock held by a dead process stops the next run, naming the holder.
-        let blocked = project.apply(&peer, "plan.json", &["--lock-timeout", "1s"]);
-        assert!(!blocked.status.success());
-        assert!(
-            text(&blocked.stderr).contains(&id),
-            "names the lock to force-unlock: {}",
-            text(&blocked.stderr)
-        );
-        let unlock = project.run(None, &["force-unlock", &id]);
-        assert!(unlock.status.success(), "{}", text(&unlock.stderr));
+        // The lock held by a dead process on this host is taken over by the next run, without
+        // waiting and without a person.
         let rerun = project.apply(&peer, "plan.json", &[]);
         assert!(
             rerun.status.success(),
@@ -359,6 +424,8 @@ fn killed_at_every_journal_boundary_then_rerun_buys_everything_exactly_once() {
             text(&rerun.stdout),
             text(&rerun.stderr)
         );
+        assert_took_over(&project, &rerun, &id);
+        assert!(!project.path(".gpucap/lock.json").exists());
         let bought = purchases(&peer);
         assert_eq!(bought.len(), parts, "kill after record {n}: {bought:?}");
         assert!(
@@ -407,9 +474,9 @@ fn killed_in_the_middle_of_a_purchase_then_rerun_buys_it_once() {
     let _ = child.wait();
     peer.set_faults(&serde_json::json!({"seed": 1, "rules": []}));
     let id = lock_id(&project).expect("the killed run's lock");
-    assert!(project.run(None, &["force-unlock", &id]).status.success());
     let rerun = project.apply(&peer, "plan.json", &[]);
     assert!(rerun.status.success(), "{}", text(&rerun.stderr));
+    assert_took_over(&project, &rerun, &id);
     let bought = purchases(&peer);
     assert_eq!(bought.len(), parts, "{bought:?}");
     assert!(bought.values().all(|c| *c == 1), "{bought:?}");

@@ -64,11 +64,9 @@ while [ "$(wc -l < "$work/.gpucap/journal.jsonl")" -lt $((before + 2)) ]; do sle
 sleep 0.5; kill -9 "$pid"; wait "$pid" 2>/dev/null || true
 echo "(killed with SIGKILL)"
 lock=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["id"])' "$work/.gpucap/lock.json")
-echo "== the next run waits for the dead run's lock, and names it"
-g apply "$work/plan2.json" --now "$now" --window 30d --auto-approve --lock-timeout 1s || true
-echo "== force-unlock $lock, then apply again: the journal is settled first"
-g force-unlock "$lock"
+echo "== the next run takes over the dead run's lock $lock (audited) and settles the journal first"
 g apply "$work/plan2.json" --now "$now" --window 30d --auto-approve --reconcile-wait 2s
+grep '"lock-takeover"' "$work/.gpucap/audit.jsonl"
 g state list
 echo "blocks the peer sold: $(purchases) (each exactly once)"
 

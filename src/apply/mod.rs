@@ -10,12 +10,13 @@
 //!    split into parts one block can hold), releases whose time has come, pools sized for now;
 //! 4. carry each out through the cloud's `Capacity` provider ([`executor`]), journalling every
 //!    mutating call before it is sent and recording what exists in the state after each;
-//! 5. let go of the lock and report.
+//! 5. let go of the lock and report, with what became of every due action ([`account`]).
 //!
 //! The checks that need the project (inputs unchanged, gates, approvals, quote ages) are
 //! [`preflight`]'s, run by the command before this. Nothing here reads flags or prints to
 //! stdout: progress goes through a callback, the result is a [`Summary`].
 
+pub mod account;
 pub mod executor;
 pub mod ice;
 pub mod preflight;
@@ -32,6 +33,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+pub use account::{Accounted, Fate};
 pub use executor::{ApplyError, Clouds, Counts, Executor, Outcome, Report, Settings};
 pub use preflight::Approval;
 pub use reconcile::Recovered;
@@ -67,6 +69,8 @@ pub struct Summary {
     pub dry_run: bool,
     pub plan: String,
     pub reports: Vec<Report>,
+    /// What became of each due action, one each, in the plan's order ([`account`]).
+    pub due: Vec<Accounted>,
     /// Due purchases the state already had.
     pub already_done: Vec<String>,
     pub recovered: RecoveredSummary,
@@ -192,6 +196,13 @@ async fn run_locked(r: &Run<'_>, guard: Option<&LockGuard>) -> Result<Summary, R
         reports.push(report);
     }
     exec.checkpoint().await?;
+    let due = account::account(
+        r.due,
+        &todo.work,
+        &reports,
+        &todo.already_done,
+        r.settings.now,
+    );
     let counts = exec.counts();
     let serial = exec.state().serial;
     let run_id = exec.run_id().to_string();
@@ -201,6 +212,7 @@ async fn run_locked(r: &Run<'_>, guard: Option<&LockGuard>) -> Result<Summary, R
         dry_run,
         plan: r.plan.fingerprint.digest.clone(),
         reports,
+        due,
         already_done: todo.already_done,
         recovered: RecoveredSummary {
             settled: recovered.settled.len(),

@@ -697,3 +697,65 @@ fn a_gcp_run_is_a_pool_to_make_and_size_not_manual() {
         other => panic!("{other:#?}"),
     }
 }
+
+#[test]
+fn every_due_action_is_accounted_for_once_done_by_hand_or_later() {
+    let block = action(
+        "block-a",
+        ActionKind::PurchaseCapacityBlock,
+        "us-east-1a",
+        2,
+        60_000.0,
+    );
+    let mut now_run = action("od-now", ActionKind::RunOnDemand, "us-east-1a", 4, 1_000.0);
+    now_run.start = "2027-01-20T00:00:00Z".into();
+    now_run.end = "2027-01-21T00:00:00Z".into();
+    // Due in the window (its `due` is now), but it starts in five days.
+    let later_run = action("od-later", ActionKind::RunOnDemand, "us-east-1a", 2, 500.0);
+    let commit = action("commit-1", ActionKind::Commit, "us-east-1a", 1, 9_000.0);
+    let plan = plan(vec![block, now_run, later_run, commit]);
+    let cloud = FakeCloud::with_offerings(vec![offering("cb-1", "us-east-1a", 2, 60_000.0)]);
+    let w = World::new(cloud);
+    let dry = Settings {
+        dry_run: true,
+        ..settings()
+    };
+    let s = w.apply(&plan, &dry).unwrap();
+    let fates: Vec<(&str, &str)> = s
+        .due
+        .iter()
+        .map(|a| (a.action.as_str(), a.fate.label()))
+        .collect();
+    assert_eq!(
+        fates,
+        [
+            ("block-a", "would do"),
+            ("od-now", "for a person"),
+            ("od-later", "later run"),
+            ("commit-1", "for a person"),
+        ],
+        "{s:?}"
+    );
+    let by_id = |id: &str| s.due.iter().find(|a| a.action == id).unwrap();
+    assert!(
+        by_id("od-now").fate.text().contains("[apply.pools.h100]"),
+        "why a person: {:?}",
+        by_id("od-now")
+    );
+    assert!(
+        by_id("od-later")
+            .fate
+            .text()
+            .starts_with("starts 2027-01-25T11:30:00Z"),
+        "{:?}",
+        by_id("od-later")
+    );
+
+    // Bought for real, then a re-run: the block is done earlier, the rest as before.
+    w.apply(&plan, &settings()).unwrap();
+    let mut plan2 = plan.clone();
+    plan2.state = Some(w.state().reference());
+    let again = w.apply(&plan2, &dry).unwrap();
+    assert_eq!(again.due[0].fate, Fate::DoneEarlier, "{again:?}");
+    assert_eq!(again.due.len(), 4);
+}

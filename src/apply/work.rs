@@ -286,6 +286,11 @@ pub fn pool_name(pool: &str, region: &str, instance_type: &str) -> String {
     out.trim_end_matches('-').to_string()
 }
 
+/// How the work for a pool apply cannot act on is labelled: `<pool name> (pool <pool>)`.
+pub fn pool_label(pool: &str, region: &str, instance_type: &str) -> String {
+    format!("{} (pool {pool})", pool_name(pool, region, instance_type))
+}
+
 /// One [`PoolWork`] per (pool, cloud, region, instance type) the plan runs instances in, or
 /// that the state holds a pool for, sized for `now`.
 fn pools(
@@ -338,7 +343,7 @@ fn pools(
             // Nothing runs now and there is nothing to scale down.
             continue;
         }
-        let label = format!("{name} (pool {pool})");
+        let label = pool_label(&pool, &region, &instance_type);
         if let Some(reason) = cannot_act(&cloud, ActionKind::RunOnDemand) {
             out.push(Work::Manual {
                 action: label,

@@ -16,7 +16,7 @@ use anyhow::Context as _;
 use chrono::{DateTime, Utc};
 use clap::Args;
 
-use crate::apply::{self, Approval, Clouds, Outcome as Did, Settings, Summary, preflight};
+use crate::apply::{self, Approval, Clouds, Fate, Outcome as Did, Settings, Summary, preflight};
 use crate::commands::common::{Format, GlobalArgs, Outcome, exit};
 use crate::config;
 use crate::diagnostic::{InputError, Location};
@@ -418,6 +418,44 @@ pub(crate) async fn connect_to<'a>(
     Ok(clouds)
 }
 
+/// Every due action, one line each, with what became of it: the "N action(s) due" the run
+/// began with, accounted for. Details of what was done are in the lists after it.
+fn ledger(s: &Summary) -> String {
+    let shown = |t: &str| crate::render::text::visible(t).into_owned();
+    let order = [
+        "done",
+        "would do",
+        "done earlier",
+        "pending",
+        "not done",
+        "for a person",
+        "later run",
+    ];
+    let counts: Vec<String> = order
+        .iter()
+        .filter_map(|label| {
+            let n = s.due.iter().filter(|a| a.fate.label() == *label).count();
+            (n > 0).then(|| format!("{n} {label}"))
+        })
+        .collect();
+    let mut out = format!("Due actions ({}): {}\n", s.due.len(), counts.join(", "));
+    for a in &s.due {
+        out.push_str(&format!("  {:<12}  {}", a.fate.label(), shown(&a.action)));
+        if let Some(via) = &a.via {
+            out.push_str(&format!(" ({})", shown(via)));
+        }
+        match &a.fate {
+            Fate::NotDone { .. } | Fate::Manual { .. } | Fate::Later { .. } => {
+                out.push_str(&format!(": {}", shown(a.fate.text())));
+            }
+            Fate::Pending { .. } | Fate::WouldDo { .. } | Fate::Done { .. } | Fate::DoneEarlier => {
+            }
+        }
+        out.push('\n');
+    }
+    out
+}
+
 /// The end-of-run summary for a terminal.
 fn render(s: &Summary, later: usize) -> String {
     let mut done = Vec::new();
@@ -434,7 +472,7 @@ fn render(s: &Summary, later: usize) -> String {
             Did::Pending { detail } => pending.push(format!("  {} {}: {detail}", r.kind, r.id)),
         }
     }
-    let mut out = String::new();
+    let mut out = ledger(s);
     let verb = if s.dry_run { "Would do" } else { "Done" };
     out.push_str(&format!("{verb} ({}):\n", done.len()));
     for l in &done {

@@ -125,9 +125,16 @@ fn finished_line(pool: &PoolFinished<'_>) -> String {
             } else {
                 0.0
             };
+            // One word that matches the gap: a search stopped at its node budget may have
+            // closed it.
+            let status = if gap <= crate::solver::OPTIMALITY_GAP * 100.0 {
+                "optimal"
+            } else {
+                pool.status
+            };
             format!(
-                "pool {name}: {}, cost ${cost:.2}, bound ${:.2}, gap {gap:.4} %, {seconds:.1} s",
-                pool.status, pool.bound
+                "pool {name}: {status}, cost ${cost:.2}, bound ${:.2}, gap {gap:.4} %, {seconds:.1} s",
+                pool.bound
             )
         }
         None => format!("pool {name}: {}, {seconds:.1} s", pool.status),
@@ -150,6 +157,17 @@ mod tests {
         assert_eq!(
             line,
             "pool h100: feasible, cost $200.00, bound $150.00, gap 25.0000 %, 1.2 s"
+        );
+        let line = finished_line(&PoolFinished {
+            pool: "h100",
+            status: "feasible",
+            cost: Some(200.0),
+            bound: 200.0,
+            seconds: 1.25,
+        });
+        assert_eq!(
+            line, "pool h100: optimal, cost $200.00, bound $200.00, gap 0.0000 %, 1.2 s",
+            "a closed gap is optimal, whatever the search's own status"
         );
         let line = finished_line(&PoolFinished {
             pool: "a\u{1b}[2J",

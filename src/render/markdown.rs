@@ -243,7 +243,7 @@ fn headline(md: &mut String, plan: &Plan) {
         text(&short_time(&plan.horizon.end)),
         thousands(plan.horizon.hours.into()),
         text(&short_time(&plan.created_at)),
-        text(&plan.solution.status),
+        text(plan_view::solver_word(&plan.solution)),
     );
     let mut t = MdTable::new(&[("Summary", L), ("", R)]);
     t.row(vec![

@@ -116,7 +116,7 @@ fn headline(out: &mut String, plan: &Plan, style: Style) {
         clean(&short_time(&plan.horizon.end)),
         thousands(plan.horizon.hours.into()),
         clean(&short_time(&plan.created_at)),
-        clean(&plan.solution.status)
+        clean(plan_view::solver_word(&plan.solution))
     );
     let cost = &plan.cost;
     let mut rows: Vec<(String, String)> = vec![

@@ -8,7 +8,7 @@
 use chrono::{DateTime, Utc};
 
 use super::terminal::thousands;
-use crate::plan::{Action, ActionKind, BaselineCost, KindCost, Plan};
+use crate::plan::{Action, ActionKind, BaselineCost, KindCost, Plan, SolutionSummary};
 use crate::policy::Decisions;
 use crate::timespec::month_hours;
 
@@ -423,6 +423,18 @@ pub fn scenario_names(plan: &Plan) -> Vec<&str> {
     names
 }
 
+/// The solver's result in one word that matches its gap: `optimal` when the bound meets the
+/// cost (within [`crate::solver::OPTIMALITY_GAP`], relative), whatever an older plan file
+/// recorded; the recorded status otherwise.
+pub fn solver_word(s: &SolutionSummary) -> &str {
+    let gap = s.expected_cost - s.bound;
+    if gap <= crate::solver::OPTIMALITY_GAP * s.expected_cost.abs().max(1e-9) {
+        "optimal"
+    } else {
+        &s.status
+    }
+}
+
 /// The cheapest baseline that can cover the demand: what the plan is best compared with.
 pub fn best_baseline(plan: &Plan) -> Option<&BaselineCost> {
     plan.baselines
@@ -458,6 +470,32 @@ pub fn saving_phrase(saving: f64, fraction: Option<f64>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_solver_word_matches_the_gap() {
+        let summary = |status: &str, cost: f64, bound: f64| SolutionSummary {
+            status: status.into(),
+            expected_cost: cost,
+            bound,
+            term_cost: 0.0,
+        };
+        // A bound that meets the cost is optimal, whatever an older plan file recorded.
+        assert_eq!(
+            solver_word(&summary("feasible", 5_000_000.0, 5_000_000.0)),
+            "optimal"
+        );
+        assert_eq!(
+            solver_word(&summary("feasible", 5_000_000.0, 4_999_996.0)),
+            "optimal"
+        );
+        // Further apart: what the solver said.
+        assert_eq!(
+            solver_word(&summary("feasible", 5_000_000.0, 4_999_000.0)),
+            "feasible"
+        );
+        assert_eq!(solver_word(&summary("optimal", 0.0, 0.0)), "optimal");
+        assert_eq!(solver_word(&summary("feasible", 1.0, f64::NAN)), "feasible");
+    }
 
     #[test]
     fn money_is_whole_dollars() {

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::error::StateError;
 use super::fsio;
+use super::holder::LockInfo;
 use super::journal::{JournalRecord, encode_line};
 
 /// One audit line.
@@ -27,7 +28,7 @@ pub struct AuditRecord {
     pub api: String,
     pub request_id: Option<String>,
     /// The journal step (`intent`, `sent`, `done`, `failed`, `unknown`, `reconciled`) or an
-    /// operator event (`force-unlock`).
+    /// lock event (`force-unlock`, `lock-takeover`).
     pub outcome: String,
     /// USD committed by this step, where it commits any.
     pub cost: Option<f64>,
@@ -50,6 +51,33 @@ impl AuditRecord {
             outcome: record.step.as_str().to_string(),
             cost,
             detail: record.error.as_ref().map(|e| e.message.clone()),
+        }
+    }
+}
+
+impl AuditRecord {
+    /// The audit line of the lock `id` (taken by this user) replacing `previous`, with the
+    /// reason it could (`whose lease ran out at …`, `whose process is no longer running`).
+    pub fn lock_takeover(id: &str, previous: &LockInfo, why: &str) -> AuditRecord {
+        AuditRecord {
+            at: Utc::now(),
+            who: super::holder::who(),
+            run: id.to_string(),
+            plan_fingerprint: String::new(),
+            action: "*".into(),
+            api: "lock-takeover".into(),
+            request_id: None,
+            outcome: "lock-takeover".into(),
+            cost: None,
+            detail: Some(format!(
+                "took over the lock {} of {} on {} (pid {}, {}) taken at {}, {why}",
+                previous.id,
+                previous.who,
+                previous.host,
+                previous.pid,
+                previous.operation,
+                previous.created_at.to_rfc3339(),
+            )),
         }
     }
 }

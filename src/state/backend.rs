@@ -252,9 +252,23 @@ impl StateBackend for LocalBackend {
         &'a self,
         options: &'a LockOptions,
     ) -> BoxFuture<'a, Result<LockGuard, StateError>> {
-        Box::pin(
-            async move { lock::acquire_local(&self.lock_path(), &self.location(), options).await },
-        )
+        Box::pin(async move {
+            let acquired =
+                lock::acquire_local(&self.lock_path(), &self.location(), options).await?;
+            let guard = acquired.guard;
+            if let Some(previous) = acquired.took_over {
+                let why = format!(
+                    "whose process (pid {} on this host) is no longer running",
+                    previous.pid
+                );
+                let record = AuditRecord::lock_takeover(guard.id(), &previous, &why);
+                if let Err(e) = AuditLog::new(&self.audit_path()).append(&record) {
+                    let _ = guard.unlock().await;
+                    return Err(e);
+                }
+            }
+            Ok(guard)
+        })
     }
 
     fn read_lock(&self) -> BoxFuture<'_, Result<Option<LockInfo>, StateError>> {
@@ -317,6 +331,43 @@ mod tests {
 
     fn lock(b: &LocalBackend) -> LockGuard {
         rt().block_on(b.lock(&LockOptions::new("apply"))).unwrap()
+    }
+
+    #[test]
+    fn a_dead_holder_s_lock_is_taken_over_and_audited() {
+        if !Path::new("/proc/self").exists() {
+            return; // where pids cannot be checked, nothing is judged gone
+        }
+        let d = tempfile::tempdir().unwrap();
+        let b = LocalBackend::new(d.path().join(".gpucap"));
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        child.wait().unwrap();
+        let mut dead = LockInfo::new("apply", std::time::Duration::from_secs(3600));
+        dead.pid = child.id();
+        std::fs::create_dir_all(b.dir()).unwrap();
+        std::fs::write(b.lock_path(), serde_json::to_vec(&dead).unwrap()).unwrap();
+
+        let guard = lock(&b);
+        assert_ne!(guard.id(), dead.id);
+        let audit = rt().block_on(b.read_audit()).unwrap();
+        assert_eq!(audit.len(), 1, "{audit:?}");
+        let record = &audit[0];
+        assert_eq!(record.outcome, "lock-takeover");
+        assert_eq!(record.run, guard.id());
+        let detail = record.detail.as_deref().unwrap();
+        assert!(detail.contains(&dead.id), "{detail}");
+        assert!(
+            detail.contains(&format!(
+                "pid {} on this host) is no longer running",
+                dead.pid
+            )),
+            "{detail}"
+        );
+        // Writes under the new lock work, and its release removes it.
+        let mut state = State::new();
+        rt().block_on(b.write_state(&guard, &mut state)).unwrap();
+        rt().block_on(guard.unlock()).unwrap();
+        assert!(!b.lock_path().exists());
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
 
-use super::lock::LockInfo;
+use super::holder::LockInfo;
 
 /// What went wrong in the state layer.
 #[derive(Debug, thiserror::Error)]

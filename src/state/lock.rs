@@ -9,9 +9,12 @@
 //!
 //! The local backend creates it with `O_EXCL` (`create_new`), so exactly one process wins. A
 //! second locker polls until its timeout, then fails naming the holder and suggesting
-//! `gpucap force-unlock ID`. Local locks are not taken over when their lease runs out: on one
-//! machine a dead holder is *diagnosed* (same host, pid no longer running) and left to
-//! `force-unlock`, and a run that is merely slow must not be joined by a second one.
+//! `gpucap force-unlock ID`. A lock whose holder is a process on this host that is no longer
+//! running (a killed `apply`: a CI timeout, an OOM kill, a closed laptop) is taken over at once,
+//! as Terraform's local backend, whose OS lock dies with its process, behaves; the backend
+//! writes an audit record of it. Local leases are not judged: a run that is merely slow must not
+//! be joined by a second one, and a holder on another host (a shared disk) is never judged
+//! gone, since its pid cannot be checked from here.
 //!
 //! The object-store backend ([`super::object_lock`]) shares the lock between machines, where no
 //! pid can be checked: there the lease is the holder's promise to renew before it runs out,
@@ -25,48 +28,11 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use chrono::{DateTime, Utc};
 use gpucap_provider::BoxFuture;
-use serde::{Deserialize, Serialize};
 
 use super::error::StateError;
 use super::fsio;
-
-/// Who holds the lock, and for what.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct LockInfo {
-    /// A UUID v4; `force-unlock` needs it.
-    pub id: String,
-    /// `GITHUB_ACTOR`, `GITLAB_USER_LOGIN` or `USER`.
-    pub who: String,
-    pub host: String,
-    pub pid: u32,
-    /// `apply`, `release`, …
-    pub operation: String,
-    pub created_at: DateTime<Utc>,
-    /// How long the holder meant to hold it. Informational for the local backend.
-    pub lease_until: DateTime<Utc>,
-}
-
-impl LockInfo {
-    /// A lock for `operation` by this process, now, for `lease`.
-    pub fn new(operation: &str, lease: Duration) -> LockInfo {
-        let now = Utc::now();
-        let lease = chrono::Duration::from_std(lease).unwrap_or(chrono::Duration::MAX);
-        LockInfo {
-            id: uuid::Uuid::new_v4().to_string(),
-            who: who(),
-            host: host(),
-            pid: std::process::id(),
-            operation: operation.to_string(),
-            created_at: now,
-            lease_until: now
-                .checked_add_signed(lease)
-                .unwrap_or(DateTime::<Utc>::MAX_UTC),
-        }
-    }
-}
+pub use super::holder::{LockInfo, holder_gone, host, who};
 
 /// How to take the lock.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -109,39 +75,6 @@ impl LockOptions {
         self.poll = poll;
         self
     }
-}
-
-/// The user gpucap runs as: the CI actor when there is one.
-pub fn who() -> String {
-    ["GITHUB_ACTOR", "GITLAB_USER_LOGIN", "USER", "USERNAME"]
-        .iter()
-        .filter_map(|k| std::env::var(k).ok())
-        .find(|v| !v.trim().is_empty())
-        .unwrap_or_else(|| "unknown".to_string())
-}
-
-/// This machine's host name (without a libc call: the kernel's file, then the environment).
-pub fn host() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty())
-        .or_else(|| {
-            ["HOSTNAME", "COMPUTERNAME"]
-                .iter()
-                .filter_map(|k| std::env::var(k).ok())
-                .find(|v| !v.trim().is_empty())
-        })
-        .unwrap_or_else(|| "unknown".to_string())
-}
-
-/// Whether the lock's holder is a process on this host that no longer runs. Only answers `true`
-/// where it can tell (Linux `/proc`); a reused pid makes it answer `false`, never wrongly `true`.
-pub fn holder_gone(info: &LockInfo) -> bool {
-    info.host == host()
-        && info.pid != std::process::id()
-        && Path::new("/proc/self").exists()
-        && !Path::new("/proc").join(info.pid.to_string()).exists()
 }
 
 /// How a held lock lets go. The guard calls [`LockRelease::release`] from
@@ -307,9 +240,18 @@ pub fn read_lock(path: &Path) -> Result<Option<LockInfo>, StateError> {
         })
 }
 
+fn encode(info: &LockInfo) -> Result<Vec<u8>, StateError> {
+    let mut bytes = serde_json::to_vec_pretty(info).map_err(|source| StateError::Encode {
+        what: "lock",
+        source,
+    })?;
+    bytes.push(b'\n');
+    Ok(bytes)
+}
+
 /// One attempt at creating the lock file. `Ok(None)`: someone else holds it.
 fn try_create(path: &Path, info: &LockInfo) -> Result<Option<()>, StateError> {
-    let dir = path.parent().unwrap_or(Path::new("."));
+    let dir = lock_dir(path);
     std::fs::create_dir_all(dir).map_err(StateError::io("create directory", dir))?;
     let mut f = match OpenOptions::new().write(true).create_new(true).open(path) {
         Ok(f) => f,
@@ -323,12 +265,7 @@ fn try_create(path: &Path, info: &LockInfo) -> Result<Option<()>, StateError> {
         }
     };
     let written = (|| {
-        let mut bytes = serde_json::to_vec_pretty(info).map_err(|source| StateError::Encode {
-            what: "lock",
-            source,
-        })?;
-        bytes.push(b'\n');
-        f.write_all(&bytes)
+        f.write_all(&encode(info)?)
             .map_err(StateError::io("write the lock file", path))?;
         f.sync_all().map_err(StateError::io("fsync", path))?;
         fsio::sync_dir(dir)
@@ -340,28 +277,96 @@ fn try_create(path: &Path, info: &LockInfo) -> Result<Option<()>, StateError> {
     Ok(Some(()))
 }
 
-/// Takes the lock file at `path`, waiting up to `options.timeout` for a holder to let go.
+fn lock_dir(path: &Path) -> &Path {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    }
+}
+
+/// An OS lock (`flock`) on the lock file's directory, held while a lock file is replaced or
+/// removed by someone other than its holder (a takeover, a `force-unlock`), so that two of
+/// them cannot both act on the same holder. The kernel releases it if the process dies, so it
+/// never needs healing itself. `None` where a directory cannot be locked (then nothing is
+/// taken over; see [`take_over_if_gone`]).
+fn dir_lock(path: &Path, wait: bool) -> Option<std::fs::File> {
+    let dir = std::fs::File::open(lock_dir(path)).ok()?;
+    let locked = if wait {
+        dir.lock().is_ok()
+    } else {
+        dir.try_lock().is_ok()
+    };
+    locked.then_some(dir)
+}
+
+/// Replaces the lock file at `path` with `info` when its holder is a process on this host
+/// that no longer runs ([`holder_gone`]), as an OS lock would have let go when it died.
+/// Returns the holder replaced; `None` when the holder is alive, elsewhere, unreadable, or
+/// another taker is at work. The rename is atomic: readers see the old holder or the new one.
+fn take_over_if_gone(path: &Path, info: &LockInfo) -> Result<Option<LockInfo>, StateError> {
+    let Ok(Some(holder)) = read_lock(path) else {
+        return Ok(None);
+    };
+    if !holder_gone(&holder) {
+        return Ok(None);
+    }
+    let Some(_serialised) = dir_lock(path, false) else {
+        return Ok(None);
+    };
+    // Again under the directory lock: the file may have been removed or replaced meanwhile.
+    match read_lock(path) {
+        Ok(Some(still)) if still == holder => {}
+        _ => return Ok(None),
+    }
+    fsio::write_atomic(path, &encode(info)?)?;
+    tracing::warn!(
+        "took over the state lock {} of {} on {} (pid {}, `{}`, since {}): that process is no longer running",
+        holder.id,
+        holder.who,
+        holder.host,
+        holder.pid,
+        holder.operation,
+        holder.created_at.to_rfc3339()
+    );
+    Ok(Some(holder))
+}
+
+/// A lock taken, and the lock it replaced if it took one over: an expired lease in an object
+/// store, or locally a holder that is no longer running. The backend audits the takeover.
+#[derive(Debug)]
+pub struct Acquired {
+    pub guard: LockGuard,
+    pub took_over: Option<LockInfo>,
+}
+
+/// Takes the lock file at `path`, waiting up to `options.timeout` for a holder to let go. A
+/// holder that died on this host without letting go is taken over at once.
 pub async fn acquire_local(
     path: &Path,
     location: &str,
     options: &LockOptions,
-) -> Result<LockGuard, StateError> {
+) -> Result<Acquired, StateError> {
     let info = LockInfo::new(
         &options.operation,
         options.lease.unwrap_or(LockOptions::DEFAULT_LEASE),
     );
+    let held = |info: LockInfo, took_over: Option<LockInfo>| {
+        let release = LocalRelease {
+            path: path.to_path_buf(),
+            id: info.id.clone(),
+        };
+        Acquired {
+            guard: LockGuard::new(info, location.to_string(), Box::new(release)),
+            took_over,
+        }
+    };
     let deadline = Instant::now() + options.timeout;
     loop {
         if try_create(path, &info)?.is_some() {
-            let release = LocalRelease {
-                path: path.to_path_buf(),
-                id: info.id.clone(),
-            };
-            return Ok(LockGuard::new(
-                info,
-                location.to_string(),
-                Box::new(release),
-            ));
+            return Ok(held(info, None));
+        }
+        if let Some(previous) = take_over_if_gone(path, &info)? {
+            return Ok(held(info, Some(previous)));
         }
         let now = Instant::now();
         if now >= deadline {
@@ -376,17 +381,7 @@ pub async fn acquire_local(
                 },
                 // Released just now: one more try.
                 Ok(None) => match try_create(path, &info)? {
-                    Some(()) => {
-                        let release = LocalRelease {
-                            path: path.to_path_buf(),
-                            id: info.id.clone(),
-                        };
-                        return Ok(LockGuard::new(
-                            info,
-                            location.to_string(),
-                            Box::new(release),
-                        ));
-                    }
+                    Some(()) => return Ok(held(info, None)),
                     None => StateError::LockUnreadable {
                         path: path.to_path_buf(),
                         message: "it changed hands while being read".to_string(),
@@ -422,9 +417,12 @@ pub fn ensure_held(path: &Path, id: &str) -> Result<(), StateError> {
 }
 
 /// Removes the lock file at `path` if it holds lock `id`; refuses otherwise. Returns what was
-/// removed. There is a window between the read and the removal (as in Terraform's S3 unlock);
-/// locally only another `force-unlock` can fall into it.
+/// removed. The read and the removal are one step for other force-unlocks and takeovers, which
+/// take the same directory lock.
 pub fn force_unlock_local(path: &Path, id: &str) -> Result<LockInfo, StateError> {
+    // Not at the same time as a takeover of the same holder (best effort where directories
+    // cannot be locked).
+    let _serialised = dir_lock(path, true);
     let Some(info) = read_lock(path)? else {
         return Err(StateError::NotLocked {
             path: path.to_path_buf(),
@@ -445,7 +443,7 @@ pub fn force_unlock_local(path: &Path, id: &str) -> Result<LockInfo, StateError>
 
 fn remove_lock_file(path: &Path) -> Result<(), StateError> {
     std::fs::remove_file(path).map_err(StateError::io("remove the lock file", path))?;
-    fsio::sync_dir(path.parent().unwrap_or(Path::new(".")))
+    fsio::sync_dir(lock_dir(path))
 }
 
 struct LocalRelease {
@@ -482,11 +480,31 @@ mod tests {
 
     use crate::state::test_runtime as rt;
 
-    fn take(path: &Path, timeout_ms: u64) -> Result<LockGuard, StateError> {
+    fn take_or_take_over(path: &Path, timeout_ms: u64) -> Result<Acquired, StateError> {
         let options = LockOptions::new("apply")
             .timeout(Duration::from_millis(timeout_ms))
             .poll(Duration::from_millis(20));
         rt().block_on(acquire_local(path, "here/", &options))
+    }
+
+    fn take(path: &Path, timeout_ms: u64) -> Result<LockGuard, StateError> {
+        take_or_take_over(path, timeout_ms).map(|a| a.guard)
+    }
+
+    /// A lock file held by `pid` on this host.
+    fn lock_of(path: &Path, pid: u32) -> LockInfo {
+        let mut info = LockInfo::new("apply", Duration::from_secs(1));
+        info.pid = pid;
+        std::fs::write(path, serde_json::to_vec(&info).unwrap()).unwrap();
+        info
+    }
+
+    /// The pid of a process that ran and was reaped.
+    fn dead_pid() -> u32 {
+        let mut child = Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        child.wait().unwrap();
+        pid
     }
 
     #[test]
@@ -592,33 +610,88 @@ mod tests {
     }
 
     #[test]
-    fn a_lock_left_by_a_dead_process_on_this_host_is_diagnosed_not_taken_over() {
+    fn a_lock_left_by_a_dead_process_on_this_host_is_taken_over() {
+        if !Path::new("/proc/self").exists() {
+            return; // where pids cannot be checked, nothing is judged gone
+        }
         let d = tempfile::tempdir().unwrap();
         let path = d.path().join("lock.json");
-        let mut child = Command::new("true").spawn().unwrap();
-        let dead_pid = child.id();
-        child.wait().unwrap();
-        let mut info = LockInfo::new("apply", Duration::from_secs(1));
-        info.pid = dead_pid;
-        info.lease_until = info.created_at; // expired, too
-        std::fs::write(&path, serde_json::to_vec(&info).unwrap()).unwrap();
-        let err = take(&path, 0).unwrap_err();
-        let msg = err.to_string();
-        if Path::new("/proc/self").exists() {
-            assert!(
-                msg.contains(&format!(
-                    "held by pid {dead_pid} on this host, which is no longer running"
-                )),
-                "{msg}"
-            );
+        let dead = lock_of(&path, dead_pid());
+        assert!(holder_gone(&dead));
+        let acquired = take_or_take_over(&path, 0).unwrap();
+        assert_eq!(acquired.took_over.as_ref(), Some(&dead));
+        let on_disk = read_lock(&path).unwrap().unwrap();
+        assert_eq!(&on_disk, acquired.guard.info());
+        assert_eq!(on_disk.pid, std::process::id());
+        // The new holder's lock is a lock like any other: released by its guard.
+        rt().block_on(acquired.guard.unlock()).unwrap();
+        assert!(!path.exists());
+        // No temp file of the atomic replacement is left beside it.
+        assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 0);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_live_holder_or_one_on_another_host_is_refused_and_named() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("lock.json");
+        // The test's parent (cargo, or the shell) is alive, and not this process.
+        let live = lock_of(&path, std::os::unix::process::parent_id());
+        let err = take_or_take_over(&path, 0).unwrap_err();
+        match &err {
+            StateError::Locked {
+                holder,
+                holder_gone,
+                ..
+            } => {
+                assert_eq!(**holder, live);
+                assert!(!holder_gone);
+            }
+            other => panic!("{other:?}"),
         }
+        let msg = err.to_string();
+        assert!(!msg.contains("no longer running"), "{msg}");
         assert!(
-            msg.contains(&format!("gpucap force-unlock {}", info.id)),
+            msg.contains(&format!("gpucap force-unlock {}", live.id)),
             "{msg}"
         );
-        // Another host's pid is never judged.
-        info.host = "elsewhere".into();
-        assert!(!holder_gone(&info));
+        assert_eq!(read_lock(&path).unwrap().unwrap(), live, "left as it was");
+
+        // A dead pid on another host is never judged: its pid means nothing here.
+        let mut elsewhere = lock_of(&path, dead_pid());
+        elsewhere.host = "elsewhere".into();
+        std::fs::write(&path, serde_json::to_vec(&elsewhere).unwrap()).unwrap();
+        assert!(!holder_gone(&elsewhere));
+        let err = take_or_take_over(&path, 0).unwrap_err();
+        assert!(matches!(err, StateError::Locked { .. }), "{err:?}");
+        assert!(err.to_string().contains("on elsewhere"), "{err}");
+        assert_eq!(read_lock(&path).unwrap().unwrap(), elsewhere);
+    }
+
+    #[test]
+    fn of_many_takers_of_a_dead_holder_exactly_one_wins() {
+        if !Path::new("/proc/self").exists() {
+            return;
+        }
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("lock.json");
+        let dead = lock_of(&path, dead_pid());
+        let barrier = Arc::new(std::sync::Barrier::new(8));
+        let takers: Vec<_> = (0..8)
+            .map(|_| {
+                let (path, barrier) = (path.clone(), barrier.clone());
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    // Each keeps what it got: a winner's guard must outlive the race.
+                    take_or_take_over(&path, 0)
+                })
+            })
+            .collect();
+        let results: Vec<_> = takers.into_iter().map(|t| t.join().unwrap()).collect();
+        let won: Vec<&Acquired> = results.iter().filter_map(|r| r.as_ref().ok()).collect();
+        assert_eq!(won.len(), 1, "{results:?}");
+        assert_eq!(won[0].took_over.as_ref(), Some(&dead));
+        assert_eq!(read_lock(&path).unwrap().unwrap().id, won[0].guard.id());
     }
 
     #[test]
@@ -710,26 +783,20 @@ mod tests {
         assert!(child.wait().unwrap().success());
         rt().block_on(guard.unlock()).unwrap();
 
-        // A holder that died without unlocking: diagnosed, then force-unlocked.
+        // A holder that died without unlocking: taken over by the next locker, at once.
         let (mut child, child_lock) = spawn_child(d.path(), 0, true);
         let pid = child.id();
         assert!(child.wait().unwrap().success());
-        let err = take(&path, 0).unwrap_err();
-        let msg = err.to_string();
+        assert_eq!(read_lock(&path).unwrap().unwrap().id, child_lock);
+        let acquired = take_or_take_over(&path, 0).unwrap();
         if Path::new("/proc/self").exists() {
-            assert!(
-                msg.contains(&format!(
-                    "held by pid {pid} on this host, which is no longer running"
-                )),
-                "{msg}"
+            let previous = acquired.took_over.as_ref().expect("taken over");
+            assert_eq!(
+                (previous.id.as_str(), previous.pid),
+                (child_lock.as_str(), pid)
             );
         }
-        assert!(
-            msg.contains(&format!("gpucap force-unlock {child_lock}")),
-            "{msg}"
-        );
-        force_unlock_local(&path, &child_lock).unwrap();
-        let guard = take(&path, 0).unwrap();
-        rt().block_on(guard.unlock()).unwrap();
+        rt().block_on(acquired.guard.unlock()).unwrap();
+        assert!(!path.exists());
     }
 }

@@ -50,6 +50,7 @@ pub mod audit;
 pub mod backend;
 pub mod error;
 mod fsio;
+mod holder;
 pub mod journal;
 pub mod lock;
 pub mod managed;

@@ -42,6 +42,7 @@ use gpucap_provider::BoxFuture;
 use gpucap_provider::objects::{Object, ObjectError, ObjectFailure, ObjectStore, PutCondition};
 use serde::de::DeserializeOwned;
 
+use super::StateBackend;
 use super::audit::AuditRecord;
 use super::error::StateError;
 use super::journal::{JournalRead, JournalRecord, encode_line};
@@ -49,7 +50,6 @@ use super::lock::{LockGuard, LockInfo, LockOptions};
 use super::managed::{STATE_VERSION, State};
 use super::object_io::{ObjectIo, RetrySettings};
 use super::object_lock::ObjectLock;
-use super::{StateBackend, lock};
 
 /// The settled point of the journal: every record up to `through` is settled and in the state.
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
@@ -442,27 +442,11 @@ impl ObjectBackend {
         let acquired = self.lock.acquire(options, self.lease).await?;
         let guard = acquired.guard;
         if let Some(previous) = acquired.took_over {
-            let record = AuditRecord {
-                at: Utc::now(),
-                who: lock::who(),
-                run: guard.id().to_string(),
-                plan_fingerprint: String::new(),
-                action: "*".into(),
-                api: "lock-takeover".into(),
-                request_id: None,
-                outcome: "lock-takeover".into(),
-                cost: None,
-                detail: Some(format!(
-                    "took over the lock {} of {} on {} (pid {}, {}) taken at {}, whose lease ran out at {}",
-                    previous.id,
-                    previous.who,
-                    previous.host,
-                    previous.pid,
-                    previous.operation,
-                    previous.created_at.to_rfc3339(),
-                    previous.lease_until.to_rfc3339()
-                )),
-            };
+            let why = format!(
+                "whose lease ran out at {}",
+                previous.lease_until.to_rfc3339()
+            );
+            let record = AuditRecord::lock_takeover(guard.id(), &previous, &why);
             if let Err(e) = self.append_audit_now(&record).await {
                 let _ = guard.unlock().await;
                 return Err(e);

@@ -32,6 +32,7 @@ use gpucap_provider::BoxFuture;
 use gpucap_provider::objects::PutCondition;
 
 use super::error::StateError;
+pub use super::lock::Acquired;
 use super::lock::{self, Held, HeldVersion, LockGuard, LockInfo, LockOptions, LockRelease};
 use super::object_io::{ObjectIo, Refused};
 
@@ -42,13 +43,6 @@ pub struct ObjectLock {
     key: String,
     /// The locked state's location (what guards carry).
     location: String,
-}
-
-/// A lock taken, and the expired lock it replaced, if it took one over.
-#[derive(Debug)]
-pub struct Acquired {
-    pub guard: LockGuard,
-    pub took_over: Option<LockInfo>,
 }
 
 fn encode(info: &LockInfo) -> Result<Vec<u8>, StateError> {
