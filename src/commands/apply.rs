@@ -421,7 +421,7 @@ pub(crate) async fn connect_to<'a>(
 /// Every due action, one line each, with what became of it: the "N action(s) due" the run
 /// began with, accounted for. Details of what was done are in the lists after it.
 fn ledger(s: &Summary) -> String {
-    let shown = |t: &str| crate::render::text::visible(t).into_owned();
+    let shown = |t: &str| crate::text::visible(t).into_owned();
     let order = [
         "done",
         "would do",
