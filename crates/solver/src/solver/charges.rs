@@ -91,7 +91,8 @@ pub(crate) fn first_plan(
         }
         let limits = MipLimits {
             time_limit: left(),
-            cuts: false,
+            // Rounds without pieces are whole at the root, but for gangs' placements.
+            cuts: data.has_gangs(),
             cutoff: None,
             node_limit: None,
             ..limits

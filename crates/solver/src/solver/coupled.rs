@@ -186,11 +186,12 @@ pub(crate) fn solve_group(
     add_shared_rows(v, &data, &models, &offsets, &mut mip);
     let constant: f64 = models.iter().map(|m| m.constant).sum();
     let charged = data.iter().any(PoolData::has_pieces);
+    let placed = data.iter().any(PoolData::has_gangs);
     let limits = |cutoff: Option<f64>, until: Option<Instant>| MipLimits {
         time_limit: until.map(|d| d.saturating_duration_since(Instant::now())),
         rel_gap: options.rel_gap,
         log: options.solver_log,
-        cuts: charged,
+        cuts: charged || placed,
         cutoff,
         node_limit: charged.then(|| super::charges::node_limit(mip.num_cols())),
     };

@@ -472,7 +472,8 @@ fn pool_limits(
         time_limit: deadline.map(|d| d.saturating_duration_since(Instant::now())),
         rel_gap: options.rel_gap,
         log: options.solver_log,
-        cuts: charged,
+        // Gangs' placement binaries leave the relaxation fractional, as fixed charges do.
+        cuts: charged || data.has_gangs(),
         cutoff: None,
         node_limit: charged.then(|| charges::node_limit(model.mip.num_cols())),
     }
