@@ -343,8 +343,13 @@ fn other_rules_of_the_spec() {
     let cases: &[(&str, &str, &[&str])] = &[
         (
             "\"gpucap.problem/v1\"",
-            "\"gpucap.problem/v3\"",
-            &["`schema`", "gpucap.problem/v1", "gpucap.problem/v2"],
+            "\"gpucap.problem/v4\"",
+            &[
+                "`schema`",
+                "gpucap.problem/v1",
+                "gpucap.problem/v2",
+                "gpucap.problem/v3",
+            ],
         ),
         (
             "\"2027-01-04T00:00:00Z\"",
@@ -420,4 +425,28 @@ fn other_rules_of_the_spec() {
 fn a_term_offer_needs_its_term_and_starts() {
     let err = rejected(&example_with("\"term_hours\": 168, ", ""));
     assert_error(&err, &["`offers[2].term_hours`", "needs `term_hours`"]);
+}
+
+#[test]
+fn gangs_are_placed_whole_and_the_table_says_where_they_run() {
+    // docs/problem-v3.md's example: the gang runs in the east on blocks and on-demand, restarts
+    // twice, and costs $240 more than the same GPUs as fluid work (HiGHS: $7,312).
+    let (_, s) = solve("gangs.json");
+    assert_eq!(s.status, Status::Optimal);
+    assert!(close(s.expected_cost, 7_552.0), "{}", s.expected_cost);
+    let out = gpucap()
+        .args(["solve", "--format", "table"])
+        .arg(fixture("gangs.json"))
+        .output()
+        .expect("run gpucap");
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    for expected in [
+        "gangs in scenario `expected`: each in one placement, on whole nodes, start to end",
+        "aws/us-east-1/p5.48xlarge",
+        "east/block/1d bought at 24",
+        "cost $7,312.00: being runnable costs $240.00 (3.2 %)",
+    ] {
+        assert!(text.contains(expected), "no `{expected}` in:\n{text}");
+    }
 }

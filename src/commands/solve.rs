@@ -20,7 +20,7 @@ use crate::timespec;
 
 #[derive(Debug, Args)]
 pub struct SolveArgs {
-    /// The problem (`gpucap.problem/v1` JSON); `-` reads stdin.
+    /// The problem (`gpucap.problem/v1`, `/v2` or `/v3` JSON); `-` reads stdin.
     pub problem: PathBuf,
     /// Output on stdout: the solution document, or a summary.
     #[arg(long, value_enum, default_value_t = Format::Json)]
@@ -102,7 +102,7 @@ fn read(path: &Path) -> anyhow::Result<(String, PathBuf)> {
         crate::diagnostic::InputError::in_file(
             path,
             format!(
-                "is not UTF-8 text (byte {}); a problem is `gpucap.problem/v1` JSON",
+                "is not UTF-8 text (byte {}); a problem is `gpucap.problem` JSON",
                 e.utf8_error().valid_up_to()
             ),
         )
@@ -178,9 +178,63 @@ fn summary(v: &Validated, s: &Solution, options: &SolveOptions) -> String {
     for (k, scenario) in s.scenarios.iter().enumerate() {
         out += &usage(v, s, k, &scenario.name);
     }
+    out += &gangs(v, s, options);
     out += &by_kind(v, s);
     out += &baselines(v, s, options);
     out
+}
+
+/// v3: where each gang runs and on what in the first scenario, and what the same GPUs would
+/// cost as fluid work (the price of being runnable).
+fn gangs(v: &Validated, s: &Solution, options: &SolveOptions) -> String {
+    if s.gangs.is_empty() {
+        return String::new();
+    }
+    let Some(first) = s.scenarios.first() else {
+        return String::new();
+    };
+    let mut t = table(&["gang", "placement", "runs on", "hours", "instances", "restarts"]);
+    for g in &s.gangs {
+        let runs: Vec<_> = first.runs_on.iter().filter(|r| r.gang == g.gang).collect();
+        for (i, r) in runs.iter().enumerate() {
+            let on = match r.start_hour {
+                Some(start) => format!("{} bought at {start}", visible(&r.offer)),
+                None => visible(&r.offer).into_owned(),
+            };
+            let (name, placement, restarts) = if i == 0 {
+                (
+                    visible(&g.gang).into_owned(),
+                    visible(&g.placement).into_owned(),
+                    g.restarts.to_string(),
+                )
+            } else {
+                Default::default()
+            };
+            t.add_row(vec![
+                Cell::new(name),
+                Cell::new(placement),
+                Cell::new(on),
+                right(format!("{}–{}", r.from, r.to)),
+                right(r.instances),
+                right(restarts),
+            ]);
+        }
+    }
+    let fluid = problem::validate(problem::gangs::as_fluid(v.problem()))
+        .map(|f| solver::solve(&f, options));
+    let price = match fluid {
+        Ok(f) if f.status == Status::Optimal && s.expected_cost > 0.0 => format!(
+            "the same GPUs as fluid work (any instance, any placement) cost {}: being runnable costs {} ({:.1} %)\n",
+            dollars(f.expected_cost),
+            dollars(s.expected_cost - f.expected_cost),
+            (s.expected_cost - f.expected_cost) / s.expected_cost * 100.0
+        ),
+        _ => String::new(),
+    };
+    format!(
+        "\ngangs in scenario `{}`: each in one placement, on whole nodes, start to end\n{t}\n{price}",
+        visible(&first.name)
+    )
 }
 
 fn offer_index(v: &Validated, id: &str) -> usize {

@@ -248,3 +248,33 @@ fn check_gang(
     out.dedup();
     Ok(out)
 }
+
+/// `problem` with each gang's GPUs as firm demand of its pool and no placements, as a v2
+/// problem: the same work as fluid GPU-hours. Its optimum is never above the v3 optimum; the
+/// difference is the price of being runnable (`docs/problem-v3.md`). A gang's node size is that
+/// of its first placement (all of its placements have one size).
+pub fn as_fluid(problem: &Problem) -> Problem {
+    let node = |placement: &str| {
+        problem
+            .offers
+            .iter()
+            .find(|o| o.placement.as_deref() == Some(placement))
+            .map_or(0, |o| o.gpus_per_instance)
+    };
+    let mut fluid = problem.clone();
+    if fluid.is_v3() {
+        fluid.schema = super::PROBLEM_SCHEMA_V2.to_string();
+    }
+    for scenario in &mut fluid.scenarios {
+        for d in scenario.demand.values_mut() {
+            for g in std::mem::take(&mut d.gangs) {
+                let size = g.placements.first().map_or(0, |p| node(p));
+                d.firm.push(super::Segment(g.from, g.to, g.nodes.saturating_mul(size)));
+            }
+        }
+    }
+    for offer in &mut fluid.offers {
+        offer.placement = None;
+    }
+    fluid
+}
