@@ -193,7 +193,14 @@ fn gangs(v: &Validated, s: &Solution, options: &SolveOptions) -> String {
     let Some(first) = s.scenarios.first() else {
         return String::new();
     };
-    let mut t = table(&["gang", "placement", "runs on", "hours", "instances", "restarts"]);
+    let mut t = table(&[
+        "gang",
+        "placement",
+        "runs on",
+        "hours",
+        "instances",
+        "restarts",
+    ]);
     for g in &s.gangs {
         let runs: Vec<_> = first.runs_on.iter().filter(|r| r.gang == g.gang).collect();
         for (i, r) in runs.iter().enumerate() {

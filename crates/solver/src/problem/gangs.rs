@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, HashMap};
 use crate::diagnostic::InputError;
 use crate::limits::MAX_POOL_GPUS;
 
-use super::validate::{error, v3_only};
+use super::errors::{error, v3_only};
 use super::{OfferKind, Problem};
 
 /// A placement with its offers resolved.
@@ -269,7 +269,8 @@ pub fn as_fluid(problem: &Problem) -> Problem {
         for d in scenario.demand.values_mut() {
             for g in std::mem::take(&mut d.gangs) {
                 let size = g.placements.first().map_or(0, |p| node(p));
-                d.firm.push(super::Segment(g.from, g.to, g.nodes.saturating_mul(size)));
+                d.firm
+                    .push(super::Segment(g.from, g.to, g.nodes.saturating_mul(size)));
             }
         }
     }

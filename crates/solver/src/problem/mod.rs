@@ -9,6 +9,7 @@
 //! field path); [`validate`] checks every rule of the spec and returns a [`Validated`] problem,
 //! the only form the solver accepts.
 
+mod errors;
 pub mod gangs;
 mod parse;
 pub mod pieces;

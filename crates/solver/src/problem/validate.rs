@@ -6,9 +6,10 @@ use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, Timelike, Utc};
 
-use crate::diagnostic::{InputError, Location, did_you_mean};
+use crate::diagnostic::{InputError, did_you_mean};
 use crate::limits::MAX_POOL_GPUS;
 
+use super::errors::{error, v2_only};
 use super::gangs::{self, GangDemand, Gangs};
 use super::{
     OfferKind, PROBLEM_SCHEMA, PROBLEM_SCHEMA_V2, PROBLEM_SCHEMA_V3, Problem, Segment, Starts,
@@ -179,10 +180,6 @@ pub fn validate(problem: Problem) -> Result<Validated, InputError> {
         shared,
         gangs,
     })
-}
-
-pub(super) fn error(field: impl Into<String>, message: impl Into<String>) -> InputError {
-    InputError::new(Location::default().field(field), message)
 }
 
 fn check_header(problem: &Problem) -> Result<DateTime<Utc>, InputError> {
@@ -416,18 +413,6 @@ fn check_purchase_rules(problem: &Problem, i: usize) -> Result<(), InputError> {
         check_amount(at("cost_per_purchase"), "the cost per purchase", cost)?;
     }
     Ok(())
-}
-
-fn v2_only(field: String) -> InputError {
-    error(field, format!("is a `{PROBLEM_SCHEMA_V2}` field")).with_hint(format!(
-        "set `\"schema\": \"{PROBLEM_SCHEMA_V2}\"` to use it (docs/problem-v2.md)"
-    ))
-}
-
-pub(super) fn v3_only(field: String) -> InputError {
-    error(field, format!("is a `{PROBLEM_SCHEMA_V3}` field")).with_hint(format!(
-        "set `\"schema\": \"{PROBLEM_SCHEMA_V3}\"` to use it (docs/problem-v3.md)"
-    ))
 }
 
 /// The v2 shared limits: only in v2; ids distinct and non-empty; offers known, listed with a
