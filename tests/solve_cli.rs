@@ -450,3 +450,25 @@ fn gangs_are_placed_whole_and_the_table_says_where_they_run() {
         assert!(text.contains(expected), "no `{expected}` in:\n{text}");
     }
 }
+
+#[test]
+fn docs_problem_v3_shows_the_fixture_and_its_solution() {
+    // The page's two JSON blocks: the problem is the fixture, the solution is gpucap's.
+    let root = std::path::PathBuf::from(
+        std::env::var_os("CARGO_MANIFEST_DIR")
+            .expect("CARGO_MANIFEST_DIR, which cargo sets when it runs the tests"),
+    );
+    let page = std::fs::read_to_string(root.join("docs/problem-v3.md")).expect("the page");
+    let blocks: Vec<serde_json::Value> = page
+        .split("```json\n")
+        .skip(1)
+        .map(|b| serde_json::from_str(b.split("```").next().unwrap_or("")).expect("JSON"))
+        .collect();
+    assert_eq!(blocks.len(), 2, "a problem and a solution");
+    let fixture: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture("gangs.json")).expect("fixture"))
+            .expect("JSON");
+    assert_eq!(blocks[0], fixture);
+    let (_, solution) = solve("gangs.json");
+    assert_eq!(blocks[1], serde_json::to_value(&solution).expect("JSON"));
+}
