@@ -14,6 +14,7 @@ pub mod demand;
 pub mod diagnostic;
 pub mod forecast;
 pub mod limits;
+pub mod logging;
 pub mod plan;
 pub mod planner;
 pub mod policy;

@@ -770,3 +770,152 @@ fn at_the_time_limit_the_best_plan_comes_back_with_its_gap_and_progress_shows_at
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Answers every request on 127.0.0.1 with `403 Forbidden` (which no client retries), for as
+/// long as the test runs: the clouds' clients resolve their credentials, sign and send, and
+/// fail at once.
+fn forbidding_server() -> String {
+    use std::io::{Read as _, Write as _};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    std::thread::spawn(move || {
+        for socket in listener.incoming() {
+            let Ok(mut socket) = socket else { return };
+            let mut head = Vec::new();
+            let mut buf = [0u8; 4096];
+            while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                match socket.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => head.extend_from_slice(&buf[..n]),
+                }
+            }
+            let body = "{}";
+            let reply = format!(
+                "HTTP/1.1 403 Forbidden\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = socket.write_all(reply.as_bytes());
+        }
+    });
+    url
+}
+
+/// A marker value for every credential variable gpucap or the clouds' SDKs read
+/// (`gpucap::logging::CREDENTIAL_VARS`): none may reach stderr.
+const CREDENTIAL_MARKERS: &[(&str, &str)] = &[
+    ("AWS_ACCESS_KEY_ID", "AKIAMARKER0ACCESS0ID"),
+    (
+        "AWS_SECRET_ACCESS_KEY",
+        "marker-aws-secret-access-key-0000000001",
+    ),
+    ("AWS_SESSION_TOKEN", "marker-aws-session-token-0000000001"),
+    ("AWS_SECURITY_TOKEN", "marker-aws-security-token-0000000001"),
+    ("AZURE_ACCESS_TOKEN", "marker-azure-access-token-0000000001"),
+    (
+        "AZURE_CLIENT_SECRET",
+        "marker-azure-client-secret-0000000001",
+    ),
+    ("AZURE_CLIENT_ID", "marker-azure-client-id-0000000001"),
+    ("GPUCAP_GCP_API_KEY", "marker-gcp-api-key-0000000001"),
+    (
+        "GOOGLE_OAUTH_ACCESS_TOKEN",
+        "marker-google-oauth-token-0000000001",
+    ),
+    (
+        "CLOUDSDK_AUTH_ACCESS_TOKEN",
+        "marker-cloudsdk-token-0000000001",
+    ),
+];
+
+#[test]
+fn credentials_in_the_environment_never_reach_the_log_at_any_verbosity() {
+    let every: Vec<&str> = gpucap::logging::CREDENTIAL_VARS.to_vec();
+    let marked: Vec<&str> = CREDENTIAL_MARKERS.iter().map(|(k, _)| *k).collect();
+    assert_eq!(marked, every, "a marker for every credential variable");
+    let server = forbidding_server();
+    let (dir, config) = quickstart(|t| {
+        t + &format!(
+            "\n[state]\nbackend = \"s3\"\nbucket = \"gpucap-markers\"\nkey = \"state.json\"\nregion = \"us-east-1\"\nendpoint = \"{server}\"\n"
+        )
+    });
+    let plan = root().join("tests/fixtures/plans/aws.json");
+    let plan = plan.to_str().expect("utf-8");
+    let commands: [&[&str]; 7] = [
+        &[
+            "prices",
+            "--cloud",
+            "aws",
+            "-a",
+            "h100",
+            "--region",
+            "us-east-1",
+        ],
+        &["prices", "--cloud", "gcp", "-a", "h100"],
+        &[
+            "prices", "--cloud", "azure", "-a", "h100", "--region", "eastus",
+        ],
+        &["plan", "--now", NOW, "--time-limit", "20", "-o", "-"],
+        &["apply", plan, "--auto-approve"],
+        &["release", "--auto-approve"],
+        &["state", "list"],
+    ];
+    for args in commands {
+        for (verbosity, rust_log) in [("-v", None), ("-vv", None), ("-vv", Some("trace"))] {
+            let mut cmd = gpucap();
+            cmd.current_dir(dir.path())
+                .env("GPUCAP_CACHE_DIR", dir.path().join("no-cache"))
+                .env("AWS_REGION", "us-east-1")
+                .env("AWS_EC2_METADATA_DISABLED", "true")
+                .env("AWS_CONFIG_FILE", dir.path().join("no-aws-config"))
+                .env(
+                    "AWS_SHARED_CREDENTIALS_FILE",
+                    dir.path().join("no-aws-credentials"),
+                )
+                .env("AZURE_TENANT_ID", "00000000-0000-0000-0000-00000000000a")
+                .env(
+                    "AZURE_SUBSCRIPTION_ID",
+                    "00000000-0000-0000-0000-00000000000b",
+                )
+                .env("AZURE_AUTHORITY_HOST", &server)
+                .env("GOOGLE_CLOUD_PROJECT", "gpucap-markers")
+                .env("GPUCAP_AWS_ENDPOINT_URL", &server)
+                .env("GPUCAP_AWS_PRICING_ENDPOINT_URL", &server)
+                .env("GPUCAP_S3_ENDPOINT", &server)
+                .env(
+                    "GPUCAP_AZURE_PRICES_URL",
+                    format!("{server}/api/retail/prices"),
+                )
+                .env("GPUCAP_AZURE_ENDPOINT_URL", &server)
+                .env("GPUCAP_GCP_BILLING_ENDPOINT_URL", &server)
+                .env("GPUCAP_GCP_COMPUTE_ENDPOINT_URL", &server)
+                .env("GPUCAP_GCP_ENDPOINT_URL", &server)
+                .env("GPUCAP_RETRY_BASE_MS", "1")
+                .envs(CREDENTIAL_MARKERS.iter().copied())
+                .arg("--config")
+                .arg(&config)
+                .arg(verbosity)
+                .args(args)
+                .timeout(std::time::Duration::from_secs(300));
+            if let Some(filter) = rust_log {
+                cmd.env("RUST_LOG", filter);
+            }
+            let out = cmd.output().expect("run gpucap");
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+            for (name, marker) in CREDENTIAL_MARKERS {
+                for (stream, text) in [("stderr", &stderr), ("stdout", &stdout)] {
+                    assert!(
+                        !text.contains(marker),
+                        "{args:?} {verbosity} RUST_LOG={rust_log:?}: {name} in {stream}:\n{}",
+                        text.lines()
+                            .filter(|l| l.contains(marker))
+                            .take(3)
+                            .collect::<Vec<_>>()
+                            .join("\n")
+                    );
+                }
+            }
+        }
+    }
+}
