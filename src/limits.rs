@@ -69,6 +69,15 @@ pub const MAX_POLICY_TIME: std::time::Duration = std::time::Duration::from_secs(
 /// rather than in an error naming the policy.
 pub const MAX_POLICY_MEMORY: u64 = 1 << 30;
 
+/// Most rows one catalog import reads (`prices --import`, `--from-catalog`, summed over the
+/// directory): SkyPilot's full catalogs hold under 100,000 rows a cloud, and each row held
+/// costs a few hundred bytes, so this bounds an import to a few hundred MB.
+pub const MAX_CATALOG_ROWS: u64 = 500_000;
+
+/// Most bytes one catalog import reads (as [`MAX_CATALOG_ROWS`]): 256 MiB, over a kilobyte a
+/// row where real rows take 150 bytes; it also bounds one row's length.
+pub const MAX_CATALOG_BYTES: u64 = 256 << 20;
+
 /// Whether `v` is a finite number in `[min, max]`.
 pub fn finite_in(v: f64, min: f64, max: f64) -> bool {
     v.is_finite() && v >= min && v <= max

@@ -919,3 +919,84 @@ fn credentials_in_the_environment_never_reach_the_log_at_any_verbosity() {
         }
     }
 }
+
+const CATALOG_HEADER: &str = "InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,GpuInfo,Price,SpotPrice,Region,AvailabilityZone,Arch\n";
+
+/// A catalog directory holding `aws_vms.csv` (as `write` fills it) and its `sources.csv`.
+fn catalog_dir(write: impl FnOnce(&mut dyn std::io::Write)) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        dir.path().join("sources.csv"),
+        "file,source,as_of\naws_vms.csv,test catalog,2026-11-01\n",
+    )
+    .expect("written");
+    let file = std::fs::File::create(dir.path().join("aws_vms.csv")).expect("created");
+    let mut out = std::io::BufWriter::new(file);
+    write(&mut out);
+    std::io::Write::flush(&mut out).expect("flushed");
+    dir
+}
+
+#[test]
+fn a_catalog_with_a_header_and_no_rows_says_so() {
+    let dir = catalog_dir(|out| out.write_all(CATALOG_HEADER.as_bytes()).expect("written"));
+    let csv = dir.path().join("aws_vms.csv");
+    let out = gpucap()
+        .args(["prices", "--format", "json", "--import"])
+        .arg(&csv)
+        .output()
+        .expect("run");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("aws_vms.csv: the file has a header but no rows"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("no offers match"), "{stderr}");
+
+    let snapshot = dir.path().join("snapshot.csv");
+    let out = gpucap()
+        .args(["prices", "--write-snapshot"])
+        .arg(&snapshot)
+        .arg("--from-catalog")
+        .arg(dir.path())
+        .output()
+        .expect("run");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("has a header but no rows"), "{stderr}");
+    assert!(!snapshot.exists());
+}
+
+#[test]
+fn a_catalog_of_a_million_rows_ends_in_an_error_not_an_abort() {
+    // The catalog of issue 35, which once died allocating 592 MB under a 4 GiB address-space
+    // limit: the import streams it and stops past `MAX_CATALOG_ROWS`, holding no more.
+    let row = "p5.48xlarge,H100,8.0,192.0,2048.0,x,98.32,60.00,us-east-1,use1-az4,x86_64\n";
+    let dir = catalog_dir(|out| {
+        out.write_all(CATALOG_HEADER.as_bytes()).expect("written");
+        for _ in 0..1_000_000 {
+            out.write_all(row.as_bytes()).expect("written");
+        }
+    });
+    let snapshot = dir.path().join("snapshot.csv");
+    let out = gpucap()
+        .args(["prices", "--write-snapshot"])
+        .arg(&snapshot)
+        .arg("--from-catalog")
+        .arg(dir.path())
+        .output()
+        .expect("run");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let limit = gpucap::limits::MAX_CATALOG_ROWS;
+    assert!(
+        stderr.contains(&format!(
+            "aws_vms.csv:{}: the catalog is too large to import: more than {limit} rows",
+            limit + 2
+        )),
+        "{stderr}"
+    );
+    assert!(stderr.contains("hint: "), "{stderr}");
+    assert!(!snapshot.exists());
+}

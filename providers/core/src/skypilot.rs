@@ -9,6 +9,7 @@
 //! [`Issue`] naming `file:line`, never used silently.
 
 use std::collections::{BTreeMap, HashMap};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
@@ -37,21 +38,48 @@ pub struct ImportError {
 pub struct Imported {
     pub offers: Vec<Offer>,
     pub issues: Vec<Issue>,
+    /// The data rows read (the header not counted).
+    pub rows: u64,
+    /// The bytes read.
+    pub bytes: u64,
 }
 
-/// Reads and imports a catalog file; `fetched_at` is when its prices were true (the file's
-/// modification time, usually).
-pub fn import_file(path: &Path) -> Result<Imported, ImportError> {
-    let text = std::fs::read_to_string(path).map_err(|e| ImportError {
+/// The most an import reads: past either bound it stops with an error, so what it holds (the
+/// offers, one or two per row) stays bounded whatever the file's size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bounds {
+    /// Data rows.
+    pub rows: u64,
+    /// Bytes of the file, which also bounds one row's length.
+    pub bytes: u64,
+}
+
+impl Bounds {
+    /// No bound: for text already in memory.
+    pub const NONE: Bounds = Bounds {
+        rows: u64::MAX,
+        bytes: u64::MAX,
+    };
+}
+
+/// How an error about [`Bounds`] begins.
+pub const PAST_BOUNDS: &str = "the catalog is too large to import: ";
+
+/// Reads and imports a catalog file as it streams in, within `bounds`; `fetched_at` is when its
+/// prices were true (the file's modification time, usually).
+pub fn import_file(path: &Path, bounds: Bounds) -> Result<Imported, ImportError> {
+    let fail = |e: std::io::Error| ImportError {
         file: path.into(),
         line: None,
         message: e.to_string(),
-    })?;
-    let fetched_at = std::fs::metadata(path)
+    };
+    let file = std::fs::File::open(path).map_err(fail)?;
+    let fetched_at = file
+        .metadata()
         .and_then(|m| m.modified())
         .map(DateTime::<Utc>::from)
         .unwrap_or_else(|_| Utc::now());
-    import(&text, path, fetched_at)
+    import_reader(std::io::BufReader::new(file), path, fetched_at, bounds)
 }
 
 struct Columns {
@@ -78,12 +106,26 @@ struct Attached {
 
 /// Imports catalog text; `file` names it in issues and errors.
 pub fn import(text: &str, file: &Path, fetched_at: DateTime<Utc>) -> Result<Imported, ImportError> {
+    import_reader(text.as_bytes(), file, fetched_at, Bounds::NONE)
+}
+
+/// Imports a catalog as it is read from `input`, row by row, within `bounds`; `file` names it
+/// in issues and errors.
+pub fn import_reader(
+    input: impl Read,
+    file: &Path,
+    fetched_at: DateTime<Utc>,
+    bounds: Bounds,
+) -> Result<Imported, ImportError> {
     let fail = |line: Option<u64>, message: String| ImportError {
         file: file.into(),
         line,
         message,
     };
-    let mut reader = csv::ReaderBuilder::new().from_reader(text.as_bytes());
+    // One byte past the bound is read, so a file that has it is told from one that ends there.
+    let mut reader =
+        csv::ReaderBuilder::new().from_reader(input.take(bounds.bytes.saturating_add(1)));
+    let too_large = |line: Option<u64>, what: String| fail(line, format!("{PAST_BOUNDS}{what}"));
     let headers = reader
         .headers()
         .map_err(|e| fail(Some(1), e.to_string()))?
@@ -115,9 +157,26 @@ pub fn import(text: &str, file: &Path, fetched_at: DateTime<Utc>) -> Result<Impo
     // Instance types of known accelerators that the instance-type table lacks: first line, rows.
     let mut unlisted: BTreeMap<(Cloud, String), (u64, usize)> = BTreeMap::new();
 
-    for result in reader.records() {
-        let record = result.map_err(|e| fail(e.position().map(|p| p.line()), e.to_string()))?;
+    let mut rows = 0u64;
+    let mut record = csv::StringRecord::new();
+    loop {
+        let more = reader
+            .read_record(&mut record)
+            .map_err(|e| fail(e.position().map(|p| p.line()), e.to_string()))?;
+        if reader.position().byte() > bounds.bytes {
+            return Err(too_large(None, format!("more than {} bytes", bounds.bytes)));
+        }
+        if !more {
+            break;
+        }
+        rows += 1;
         let line = record.position().map_or(0, |p| p.line());
+        if rows > bounds.rows {
+            return Err(too_large(
+                Some(line),
+                format!("more than {} rows", bounds.rows),
+            ));
+        }
         let get = |i: usize| record.get(i).unwrap_or("").trim();
         let region = get(cols.region).to_string();
         let Some(cloud) = Cloud::of_region(&region) else {
@@ -256,6 +315,13 @@ pub fn import(text: &str, file: &Path, fetched_at: DateTime<Utc>) -> Result<Impo
         }
     }
 
+    if rows == 0 {
+        return Err(fail(
+            None,
+            "the file has a header but no rows: it prices nothing".into(),
+        ));
+    }
+    let bytes = reader.position().byte();
     let mut missing_hosts: BTreeMap<&str, usize> = BTreeMap::new();
     for a in attached {
         let Some((host_price, host_spot)) =
@@ -326,7 +392,12 @@ pub fn import(text: &str, file: &Path, fetched_at: DateTime<Utc>) -> Result<Impo
             names.join(", ")
         );
     }
-    Ok(Imported { offers, issues })
+    Ok(Imported {
+        offers,
+        issues,
+        rows,
+        bytes,
+    })
 }
 
 /// Adds the on-demand and spot offers of one row, after checking both prices.
