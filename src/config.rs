@@ -656,6 +656,7 @@ fn default_output_dir() -> PathBuf {
 impl Config {
     /// Parses and validates the text of a `gpucap.toml`. `path` is only used in messages.
     pub fn parse(text: &str, path: &Path) -> Result<Config, InputError> {
+        crate::nesting::check(text, path, crate::nesting::Syntax::Toml)?;
         let de =
             toml::de::Deserializer::parse(text).map_err(|e| toml_error(text, path, &e, None))?;
         let config: Config = serde_path_to_error::deserialize(de).map_err(|e| {

@@ -15,6 +15,7 @@ pub mod diagnostic;
 pub mod forecast;
 pub mod limits;
 pub mod logging;
+pub mod nesting;
 pub mod plan;
 pub mod planner;
 pub mod policy;

@@ -69,6 +69,11 @@ pub const MAX_POLICY_TIME: std::time::Duration = std::time::Duration::from_secs(
 /// rather than in an error naming the policy.
 pub const MAX_POLICY_MEMORY: u64 = 1 << 30;
 
+/// Deepest nesting of lists and tables in a config or calendar (YAML flow `[[[…]]]`, TOML
+/// inline arrays): real files nest a few levels, and the YAML parser takes seconds per
+/// thousand levels before its own limit (128) is checked.
+pub const MAX_NESTING_DEPTH: usize = 64;
+
 /// Most rows one catalog import reads (`prices --import`, `--from-catalog`, summed over the
 /// directory): SkyPilot's full catalogs hold under 100,000 rows a cloud, and each row held
 /// costs a few hundred bytes, so this bounds an import to a few hundred MB.

@@ -1000,3 +1000,33 @@ fn a_catalog_of_a_million_rows_ends_in_an_error_not_an_abort() {
     assert!(stderr.contains("hint: "), "{stderr}");
     assert!(!snapshot.exists());
 }
+
+#[test]
+fn a_calendar_nested_a_hundred_thousand_deep_is_refused_before_parsing() {
+    // 200 KB of flow sequences nested 100,000 deep: once 33 s to refuse, now one scan.
+    let (_d, config) = quickstart_file("calendars/llm-team-q1.yaml", |_| {
+        format!(
+            "campaigns: {}{}\n",
+            "[".repeat(100_000),
+            "]".repeat(100_000)
+        )
+    });
+    let r = run(&config, &["demand"]);
+    no_panic(&r);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains(&format!(
+            "llm-team-q1.yaml:1: lists and tables are nested more than {} levels deep",
+            gpucap::limits::MAX_NESTING_DEPTH
+        )),
+        "{}",
+        r.stderr
+    );
+    // The config too.
+    let (_d, config) =
+        quickstart(|t| t + &format!("\nx = {}{}\n", "[".repeat(100_000), "]".repeat(100_000)));
+    let r = run(&config, &["demand"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("gpucap.toml:"), "{}", r.stderr);
+    assert!(r.stderr.contains("nested more than"), "{}", r.stderr);
+}
