@@ -69,6 +69,10 @@ pub const MAX_POLICY_TIME: std::time::Duration = std::time::Duration::from_secs(
 /// rather than in an error naming the policy.
 pub const MAX_POLICY_MEMORY: u64 = 1 << 30;
 
+/// Longest spot checkpoint interval or restart time, minutes: a day. At the default 0.229
+/// interruptions an hour, checkpointing once a day already loses more time than it runs.
+pub const MAX_SPOT_MINUTES: u32 = 24 * 60;
+
 /// Deepest nesting of lists and tables in a config or calendar (YAML flow `[[[…]]]`, TOML
 /// inline arrays): real files nest a few levels, and the YAML parser takes seconds per
 /// thousand levels before its own limit (128) is checked.

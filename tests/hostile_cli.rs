@@ -433,7 +433,7 @@ fn plan_files_are_checked_before_anything_is_generated_from_them() {
         std::fs::read_to_string(root().join("tests/fixtures/plans/aws.json")).expect("fixture");
     let base: serde_json::Value = serde_json::from_str(&text).expect("json");
     type Edit = fn(&mut serde_json::Value);
-    let cases: [(Edit, &str); 14] = [
+    let cases: [(Edit, &str); 15] = [
         (
             |p| p["actions"][0]["instances"] = 4294967295u32.into(),
             "actions[0].instances",
@@ -466,6 +466,8 @@ fn plan_files_are_checked_before_anything_is_generated_from_them() {
             "actions[1].id",
         ),
         (|p| p["created_at"] = "yesterday".into(), "created_at"),
+        // Hours that disagree with the horizon's start and end.
+        (|p| p["horizon"]["hours"] = 2000.into(), "horizon.hours"),
         (
             |p| p["actions"][0]["cloud"] = "ibm".into(),
             "actions[0].cloud",
@@ -1029,4 +1031,65 @@ fn a_calendar_nested_a_hundred_thousand_deep_is_refused_before_parsing() {
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("gpucap.toml:"), "{}", r.stderr);
     assert!(r.stderr.contains("nested more than"), "{}", r.stderr);
+}
+
+#[test]
+fn inputs_that_make_no_sense_are_refused_naming_the_field() {
+    // A capacity zone outside its region.
+    let (_d, config) = quickstart(|t| {
+        t.replace(
+            "region = \"us-east-1\"\ninstance_type = \"p5.48xlarge\"\ninstances = 4",
+            "region = \"us-east-1\"\nzone = \"eu-west-1a\"\ninstance_type = \"p5.48xlarge\"\ninstances = 4",
+        )
+    });
+    let r = run(&config, &["plan", "--now", NOW, "-q"]);
+    no_panic(&r);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains(
+            "gpucap.toml: `capacity[0].zone`: `eu-west-1a` is not a zone of aws region `us-east-1`"
+        ),
+        "{}",
+        r.stderr
+    );
+
+    // A checkpoint interval of 4,294,967,295 minutes (and a restart as long).
+    for field in ["checkpoint_interval_minutes", "restart_minutes"] {
+        let (_d, config) = quickstart(|t| t + &format!("\n[spot]\n{field} = 4294967295\n"));
+        let r = run(&config, &["plan", "--now", NOW, "-q"]);
+        no_panic(&r);
+        assert_eq!(r.code, 2, "{field}: {}", r.stderr);
+        assert!(
+            r.stderr.contains(&format!(
+                "`spot.{field}`: must be at most 1440 minutes (a day), found `4294967295`"
+            )),
+            "{}",
+            r.stderr
+        );
+    }
+
+    // A problem whose purchase starts all lie past its horizon, or whose range is empty.
+    let text = std::fs::read_to_string(root().join("tests/fixtures/problems/spec-example.json"))
+        .expect("fixture");
+    for (to, says) in [
+        (
+            r#""starts": {"from": 5000, "to": 6000, "step": 24}"#,
+            "`offers[2].starts.from`: start 5000 is outside the horizon [0, 2184)",
+        ),
+        (
+            r#""starts": {"from": 48, "to": 24, "step": 24}"#,
+            "`offers[2].starts.to`: `to` 24 must be after `from` 48",
+        ),
+    ] {
+        let hostile = text.replacen(r#""starts": {"from": 24, "to": 2016, "step": 24}"#, to, 1);
+        assert_ne!(hostile, text);
+        let out = gpucap()
+            .args(["solve", "-"])
+            .write_stdin(hostile)
+            .output()
+            .expect("run");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{to}: {stderr}");
+        assert!(stderr.contains(says), "{stderr}");
+    }
 }
