@@ -73,6 +73,10 @@ pub const MAX_POLICY_MEMORY: u64 = 1 << 30;
 /// interruptions an hour, checkpointing once a day already loses more time than it runs.
 pub const MAX_SPOT_MINUTES: u32 = 24 * 60;
 
+/// Widest terminal chart, columns (`demand --width`): wider than any terminal, and the chart
+/// never has more columns than the horizon has hours anyway.
+pub const MAX_CHART_WIDTH: usize = 1_000;
+
 /// Deepest nesting of lists and tables in a config or calendar (YAML flow `[[[…]]]`, TOML
 /// inline arrays): real files nest a few levels, and the YAML parser takes seconds per
 /// thousand levels before its own limit (128) is checked.

@@ -1093,3 +1093,29 @@ fn inputs_that_make_no_sense_are_refused_naming_the_field() {
         assert!(stderr.contains(says), "{stderr}");
     }
 }
+
+#[test]
+fn demand_widths_must_be_positive_and_sane() {
+    let config = root().join("examples/quickstart/gpucap.toml");
+    for (width, says) in [
+        (
+            "-5",
+            "the width must be a positive number of columns, found `-5`",
+        ),
+        (
+            "0",
+            "the width must be a positive number of columns, found `0`",
+        ),
+        (
+            "4000000000",
+            "the width must be at most 1000 columns, found `4000000000`",
+        ),
+    ] {
+        let r = run(&config, &["demand", "--width", width]);
+        no_panic(&r);
+        assert_eq!(r.code, 2, "{width}: {}", r.stderr);
+        assert!(r.stderr.contains(says), "{width}: {}", r.stderr);
+        assert!(!r.stderr.contains("unexpected argument"), "{}", r.stderr);
+        assert!(r.stdout.is_empty(), "{}", r.stdout);
+    }
+}
