@@ -122,14 +122,22 @@ pub fn import_reader(
         line,
         message,
     };
-    // One byte past the bound is read, so a file that has it is told from one that ends there.
-    let mut reader =
-        csv::ReaderBuilder::new().from_reader(input.take(bounds.bytes.saturating_add(1)));
+    // One byte past the bound is read, so a file that has it is told from one that ends there;
+    // the count is of bytes taken from `input`, whether or not they parse.
+    let read = std::rc::Rc::new(std::cell::Cell::new(0u64));
+    let counted = Counted {
+        inner: input.take(bounds.bytes.saturating_add(1)),
+        read: read.clone(),
+    };
+    let mut reader = csv::ReaderBuilder::new().from_reader(counted);
     let too_large = |line: Option<u64>, what: String| fail(line, format!("{PAST_BOUNDS}{what}"));
     let headers = reader
         .headers()
         .map_err(|e| fail(Some(1), e.to_string()))?
         .clone();
+    if read.get() > bounds.bytes {
+        return Err(too_large(None, format!("more than {} bytes", bounds.bytes)));
+    }
     let col = |name: &str| headers.iter().position(|h| h.trim() == name);
     let need = |name: &str| {
         col(name).ok_or_else(|| {
@@ -160,12 +168,11 @@ pub fn import_reader(
     let mut rows = 0u64;
     let mut record = csv::StringRecord::new();
     loop {
-        let more = reader
-            .read_record(&mut record)
-            .map_err(|e| fail(e.position().map(|p| p.line()), e.to_string()))?;
-        if reader.position().byte() > bounds.bytes {
+        let result = reader.read_record(&mut record);
+        if read.get() > bounds.bytes {
             return Err(too_large(None, format!("more than {} bytes", bounds.bytes)));
         }
+        let more = result.map_err(|e| fail(e.position().map(|p| p.line()), e.to_string()))?;
         if !more {
             break;
         }
@@ -321,7 +328,7 @@ pub fn import_reader(
             "the file has a header but no rows: it prices nothing".into(),
         ));
     }
-    let bytes = reader.position().byte();
+    let bytes = read.get();
     let mut missing_hosts: BTreeMap<&str, usize> = BTreeMap::new();
     for a in attached {
         let Some((host_price, host_spot)) =
@@ -398,6 +405,20 @@ pub fn import_reader(
         rows,
         bytes,
     })
+}
+
+/// A reader that counts the bytes taken from it.
+struct Counted<R> {
+    inner: R,
+    read: std::rc::Rc<std::cell::Cell<u64>>,
+}
+
+impl<R: Read> Read for Counted<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.read.set(self.read.get() + n as u64);
+        Ok(n)
+    }
 }
 
 /// Adds the on-demand and spot offers of one row, after checking both prices.
@@ -637,6 +658,43 @@ p5.48xlarge,H100,8.0,192.0,2048.0,x,cheap,,us-east-1,use1-az6,x86_64
             err.to_string()
                 .starts_with("x.csv:1: no `InstanceType` column"),
             "{err}"
+        );
+    }
+
+    #[test]
+    fn an_import_stops_past_its_bounds_and_an_empty_one_says_so() {
+        let header = "InstanceType,AcceleratorName,AcceleratorCount,Price,SpotPrice,Region,AvailabilityZone\n";
+        let row = "p5.48xlarge,H100,8,98.32,,us-east-1,us-east-1a\n";
+        let text = format!("{header}{}", row.repeat(3));
+        let at = |bounds| import_reader(text.as_bytes(), Path::new("aws.csv"), Utc::now(), bounds);
+        let all = at(Bounds {
+            rows: 3,
+            bytes: text.len() as u64,
+        })
+        .expect("within its bounds");
+        assert_eq!((all.rows, all.bytes), (3, text.len() as u64));
+        let err = at(Bounds {
+            rows: 2,
+            bytes: u64::MAX,
+        })
+        .expect_err("a row too many");
+        assert_eq!(
+            err.to_string(),
+            format!("aws.csv:4: {PAST_BOUNDS}more than 2 rows")
+        );
+        let err = at(Bounds {
+            rows: u64::MAX,
+            bytes: 100,
+        })
+        .expect_err("too long");
+        assert_eq!(
+            err.to_string(),
+            format!("aws.csv: {PAST_BOUNDS}more than 100 bytes")
+        );
+        let err = import(header, Path::new("aws.csv"), Utc::now()).expect_err("no rows");
+        assert_eq!(
+            err.to_string(),
+            "aws.csv: the file has a header but no rows: it prices nothing"
         );
     }
 }
