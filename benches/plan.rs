@@ -17,6 +17,10 @@
 //! program) and with the H100 pools in separate regions (`apart`: no limit is shared, every
 //! pool is solved alone, as every pool was before shared limits existed). The table's
 //! `shared limits` column counts the limits the problem carries across pools.
+//!
+//! The `gates s` column is one evaluation of the built-in budget gates on the saved plan, in
+//! this process (the plan read back, the gates loaded, then timed alone): the gates must take
+//! a small part of their budget (`MAX_POLICY_TIME`) on every plan size gpucap accepts.
 
 #[path = "support/campaigns.rs"]
 mod campaigns;
@@ -82,9 +86,9 @@ fn main() {
     extra.extend(["--time-limit".to_string(), time_limit]);
     println!("machine: {}", machine());
     println!(
-        "| pools | campaigns | gpucap plan s (wall) | CPU s | peak MB | problem size | shared limits | expected cost | status |"
+        "| pools | campaigns | gpucap plan s (wall) | CPU s | peak MB | problem size | shared limits | expected cost | status | gates s |"
     );
-    println!("|---|---:|---:|---:|---:|---:|---:|---:|---|");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---|---:|");
     for &layout in &layouts {
         for &n in &sizes {
             let dir = tempfile::tempdir().expect("a temporary directory");
@@ -95,7 +99,7 @@ fn main() {
             let config = campaigns::write_project_with(&dir, n, SEED, layout);
             let row = run(&dir, &config, &extra);
             println!(
-                "| {} | {n} | {:.2} | {} | {} | {} | {} | {} | {} |",
+                "| {} | {n} | {:.2} | {} | {} | {} | {} | {} | {} | {} |",
                 match layout {
                     campaigns::Layout::Shared => "shared",
                     campaigns::Layout::Apart => "apart",
@@ -106,7 +110,8 @@ fn main() {
                 row.size,
                 row.shared,
                 row.cost,
-                row.status
+                row.status,
+                row.gates
             );
         }
     }
@@ -120,6 +125,25 @@ struct Row {
     shared: usize,
     cost: String,
     status: String,
+    gates: String,
+}
+
+/// Seconds one evaluation of the built-in gates takes on the saved plan, with the config's
+/// budget as data; the decision counts after them.
+fn gates_seconds(config: &Path, plan: &Path) -> String {
+    let (config, _) = gpucap::config::load(config).expect("the config");
+    let saved = gpucap::plan::read::read(plan).expect("the saved plan");
+    let engine = gpucap::policy::PolicyEngine::load(&[]).expect("the built-in gates");
+    let now = "2027-01-01T00:00:00Z".parse().expect("a time");
+    let started = Instant::now();
+    let decisions = gpucap::plan::gates::evaluate(&engine, &config.budget, &saved.plan, now)
+        .unwrap_or_else(|e| panic!("the gates failed on the plan: {e}"));
+    let seconds = started.elapsed().as_secs_f64();
+    format!(
+        "{seconds:.3} ({} deny, {} warn)",
+        decisions.deny.len(),
+        decisions.warn.len()
+    )
 }
 
 /// `gpucap plan` on `config` in a fresh process.
@@ -146,8 +170,9 @@ fn run(dir: &Path, config: &Path, extra: &[String]) -> Row {
         "gpucap plan failed:\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    let plan_path = plan;
     let plan: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&plan).expect("the plan")).expect("plan JSON");
+        serde_json::from_slice(&std::fs::read(&plan_path).expect("the plan")).expect("plan JSON");
     let problem = std::fs::read_to_string(&problem).expect("the problem");
     let problem = gpucap::problem::parse(&problem, Path::new("problem.json")).expect("parses");
     let shared = problem.shared_limits.len();
@@ -155,6 +180,7 @@ fn run(dir: &Path, config: &Path, extra: &[String]) -> Row {
         .map(|v| gpucap::problem::size::estimate(&v).total.to_string())
         .unwrap_or_else(|e| format!("invalid: {e}"));
     let solution = &plan["solution"];
+    let gates = gates_seconds(config, &plan_path);
     let figures = std::fs::read_to_string(&report).unwrap_or_default();
     let mut figures = figures.split_whitespace().map(str::to_string);
     Row {
@@ -176,5 +202,6 @@ fn run(dir: &Path, config: &Path, extra: &[String]) -> Row {
             }
             (status, _, _) => status.unwrap_or("—").to_string(),
         },
+        gates,
     }
 }

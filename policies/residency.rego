@@ -17,10 +17,9 @@ allowed_clouds := {c | some c in object.get(data, "allowed_clouds", [])}
 
 allowed_regions := {r | some r in object.get(data, "allowed_regions", [])}
 
-buying contains a if {
-	some a in input.actions
-	a.kind != "release"
-}
+# The actions that buy or run capacity, as a list: a set of actions would compare whole
+# actions (with their campaign lists) on every insertion.
+buying := [a | some a in input.actions; a.kind != "release"]
 
 deny contains d if {
 	count(allowed_clouds) > 0

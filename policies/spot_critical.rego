@@ -13,16 +13,24 @@ package gpucap.policies.spot_critical
 import data.gpucap.lib
 import rego.v1
 
-spot_serving contains [a, c] if {
-	some a in input.actions
-	a.kind == "run_spot"
-	some name in a.campaigns
-	c := lib.campaigns[name]
+# Campaigns by name, split by what a spot action must not serve. Each action's campaign
+# names are looked up in these objects: linear in the plan's (action, campaign) pairs, never
+# a set of pairs (comparing actions that list thousands of campaigns made 10,000-campaign
+# plans run out of time).
+critical := {c.name: c | some c in input.campaigns; c.priority == "critical"}
+
+uninterruptible := {c.name: c |
+	some c in input.campaigns
+	c.priority != "critical"
+	c.interruptible == false
 }
 
+spot_actions := [a | some a in input.actions; a.kind == "run_spot"]
+
 deny contains d if {
-	some [a, c] in spot_serving
-	c.priority == "critical"
+	some a in spot_actions
+	some name in a.campaigns
+	c := critical[name]
 	d := {
 		"rule": "spot.critical",
 		"message": sprintf("action %s runs critical campaign %s on spot (%d GPUs, %s)", [a.id, c.name, a.gpus, lib.dollars(a.cost)]),
@@ -34,9 +42,9 @@ deny contains d if {
 }
 
 warn contains d if {
-	some [a, c] in spot_serving
-	c.priority != "critical"
-	c.interruptible == false
+	some a in spot_actions
+	some name in a.campaigns
+	c := uninterruptible[name]
 	d := {
 		"rule": "spot.uninterruptible",
 		"message": sprintf("action %s runs campaign %s on spot, but the campaign is not interruptible", [a.id, c.name]),

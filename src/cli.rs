@@ -1,17 +1,17 @@
-//! The command line: clap types, logging set-up, and the mapping from errors to exit codes.
+//! The command line: clap types and the mapping from errors to exit codes (logging is set up
+//! by [`crate::logging`]).
 //!
 //! The top-level parser stays in this module. Each subcommand's arguments are handed to a plain
 //! function in [`crate::commands`], which returns an [`Outcome`]; what the commands share (the
 //! global flags, exit statuses, stdout) is in [`crate::commands::common`], so that the commands
 //! never depend on this module.
 
-use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use clap::{Args, CommandFactory, Parser, Subcommand};
 
 use crate::commands;
-use crate::commands::common::{ColorChoice, GlobalArgs, Outcome, exit};
+use crate::commands::common::{GlobalArgs, Outcome, exit};
 use crate::diagnostic::InputError;
 
 #[derive(Debug, Parser)]
@@ -73,7 +73,7 @@ pub struct CompletionsArgs {
 
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_logging(&cli.global);
+    crate::logging::init(&cli.global);
     let mut errors_exit_1 = false;
     let result = match cli.command {
         Command::Init(args) => commands::init::run(&cli.global, args),
@@ -139,32 +139,6 @@ fn report(err: &anyhow::Error) -> ExitCode {
     } else {
         exit::ERROR
     })
-}
-
-fn init_logging(global: &GlobalArgs) {
-    use tracing_subscriber::EnvFilter;
-    let level = match (global.quiet, global.verbose) {
-        (true, _) => "error",
-        (false, 0) => "warn",
-        (false, 1) => "debug",
-        (false, _) => "trace",
-    };
-    let filter = EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| EnvFilter::new(format!("gpucap={level},gpucap_provider={level}")));
-    let ansi = match global.color {
-        ColorChoice::Always => true,
-        ColorChoice::Never => false,
-        ColorChoice::Auto => {
-            std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none()
-        }
-    };
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(ansi)
-        .with_target(false)
-        .without_time()
-        .init();
 }
 
 #[cfg(test)]

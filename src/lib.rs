@@ -12,6 +12,8 @@ pub mod config;
 pub mod contract;
 pub mod demand;
 pub mod forecast;
+pub mod logging;
+pub mod nesting;
 pub mod plan;
 pub mod planner;
 pub mod policy;

@@ -433,7 +433,7 @@ fn plan_files_are_checked_before_anything_is_generated_from_them() {
         std::fs::read_to_string(root().join("tests/fixtures/plans/aws.json")).expect("fixture");
     let base: serde_json::Value = serde_json::from_str(&text).expect("json");
     type Edit = fn(&mut serde_json::Value);
-    let cases: [(Edit, &str); 14] = [
+    let cases: [(Edit, &str); 15] = [
         (
             |p| p["actions"][0]["instances"] = 4294967295u32.into(),
             "actions[0].instances",
@@ -466,6 +466,8 @@ fn plan_files_are_checked_before_anything_is_generated_from_them() {
             "actions[1].id",
         ),
         (|p| p["created_at"] = "yesterday".into(), "created_at"),
+        // Hours that disagree with the horizon's start and end.
+        (|p| p["horizon"]["hours"] = 2000.into(), "horizon.hours"),
         (
             |p| p["actions"][0]["cloud"] = "ibm".into(),
             "actions[0].cloud",
@@ -769,4 +771,351 @@ fn at_the_time_limit_the_best_plan_comes_back_with_its_gap_and_progress_shows_at
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// Answers every request on 127.0.0.1 with `403 Forbidden` (which no client retries), for as
+/// long as the test runs: the clouds' clients resolve their credentials, sign and send, and
+/// fail at once.
+fn forbidding_server() -> String {
+    use std::io::{Read as _, Write as _};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    std::thread::spawn(move || {
+        for socket in listener.incoming() {
+            let Ok(mut socket) = socket else { return };
+            let mut head = Vec::new();
+            let mut buf = [0u8; 4096];
+            while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                match socket.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => head.extend_from_slice(&buf[..n]),
+                }
+            }
+            let body = "{}";
+            let reply = format!(
+                "HTTP/1.1 403 Forbidden\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = socket.write_all(reply.as_bytes());
+        }
+    });
+    url
+}
+
+/// A marker value for every credential variable gpucap or the clouds' SDKs read
+/// (`gpucap::logging::CREDENTIAL_VARS`): none may reach stderr.
+const CREDENTIAL_MARKERS: &[(&str, &str)] = &[
+    ("AWS_ACCESS_KEY_ID", "AKIAMARKER0ACCESS0ID"),
+    (
+        "AWS_SECRET_ACCESS_KEY",
+        "marker-aws-secret-access-key-0000000001",
+    ),
+    ("AWS_SESSION_TOKEN", "marker-aws-session-token-0000000001"),
+    ("AWS_SECURITY_TOKEN", "marker-aws-security-token-0000000001"),
+    ("AZURE_ACCESS_TOKEN", "marker-azure-access-token-0000000001"),
+    (
+        "AZURE_CLIENT_SECRET",
+        "marker-azure-client-secret-0000000001",
+    ),
+    ("AZURE_CLIENT_ID", "marker-azure-client-id-0000000001"),
+    ("GPUCAP_GCP_API_KEY", "marker-gcp-api-key-0000000001"),
+    (
+        "GOOGLE_OAUTH_ACCESS_TOKEN",
+        "marker-google-oauth-token-0000000001",
+    ),
+    (
+        "CLOUDSDK_AUTH_ACCESS_TOKEN",
+        "marker-cloudsdk-token-0000000001",
+    ),
+];
+
+#[test]
+fn credentials_in_the_environment_never_reach_the_log_at_any_verbosity() {
+    let every: Vec<&str> = gpucap::logging::CREDENTIAL_VARS.to_vec();
+    let marked: Vec<&str> = CREDENTIAL_MARKERS.iter().map(|(k, _)| *k).collect();
+    assert_eq!(marked, every, "a marker for every credential variable");
+    let server = forbidding_server();
+    let (dir, config) = quickstart(|t| {
+        t + &format!(
+            "\n[state]\nbackend = \"s3\"\nbucket = \"gpucap-markers\"\nkey = \"state.json\"\nregion = \"us-east-1\"\nendpoint = \"{server}\"\n"
+        )
+    });
+    let plan = root().join("tests/fixtures/plans/aws.json");
+    let plan = plan.to_str().expect("utf-8");
+    let commands: [&[&str]; 7] = [
+        &[
+            "prices",
+            "--cloud",
+            "aws",
+            "-a",
+            "h100",
+            "--region",
+            "us-east-1",
+        ],
+        &["prices", "--cloud", "gcp", "-a", "h100"],
+        &[
+            "prices", "--cloud", "azure", "-a", "h100", "--region", "eastus",
+        ],
+        &["plan", "--now", NOW, "--time-limit", "20", "-o", "-"],
+        &["apply", plan, "--auto-approve"],
+        &["release", "--auto-approve"],
+        &["state", "list"],
+    ];
+    for args in commands {
+        for (verbosity, rust_log) in [("-v", None), ("-vv", None), ("-vv", Some("trace"))] {
+            let mut cmd = gpucap();
+            cmd.current_dir(dir.path())
+                .env("GPUCAP_CACHE_DIR", dir.path().join("no-cache"))
+                .env("AWS_REGION", "us-east-1")
+                .env("AWS_EC2_METADATA_DISABLED", "true")
+                .env("AWS_CONFIG_FILE", dir.path().join("no-aws-config"))
+                .env(
+                    "AWS_SHARED_CREDENTIALS_FILE",
+                    dir.path().join("no-aws-credentials"),
+                )
+                .env("AZURE_TENANT_ID", "00000000-0000-0000-0000-00000000000a")
+                .env(
+                    "AZURE_SUBSCRIPTION_ID",
+                    "00000000-0000-0000-0000-00000000000b",
+                )
+                .env("AZURE_AUTHORITY_HOST", &server)
+                .env("GOOGLE_CLOUD_PROJECT", "gpucap-markers")
+                .env("GPUCAP_AWS_ENDPOINT_URL", &server)
+                .env("GPUCAP_AWS_PRICING_ENDPOINT_URL", &server)
+                .env("GPUCAP_S3_ENDPOINT", &server)
+                .env(
+                    "GPUCAP_AZURE_PRICES_URL",
+                    format!("{server}/api/retail/prices"),
+                )
+                .env("GPUCAP_AZURE_ENDPOINT_URL", &server)
+                .env("GPUCAP_GCP_BILLING_ENDPOINT_URL", &server)
+                .env("GPUCAP_GCP_COMPUTE_ENDPOINT_URL", &server)
+                .env("GPUCAP_GCP_ENDPOINT_URL", &server)
+                .env("GPUCAP_RETRY_BASE_MS", "1")
+                .envs(CREDENTIAL_MARKERS.iter().copied())
+                .arg("--config")
+                .arg(&config)
+                .arg(verbosity)
+                .args(args)
+                .timeout(std::time::Duration::from_secs(300));
+            if let Some(filter) = rust_log {
+                cmd.env("RUST_LOG", filter);
+            }
+            let out = cmd.output().expect("run gpucap");
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+            for (name, marker) in CREDENTIAL_MARKERS {
+                for (stream, text) in [("stderr", &stderr), ("stdout", &stdout)] {
+                    assert!(
+                        !text.contains(marker),
+                        "{args:?} {verbosity} RUST_LOG={rust_log:?}: {name} in {stream}:\n{}",
+                        text.lines()
+                            .filter(|l| l.contains(marker))
+                            .take(3)
+                            .collect::<Vec<_>>()
+                            .join("\n")
+                    );
+                }
+            }
+        }
+    }
+}
+
+const CATALOG_HEADER: &str = "InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,GpuInfo,Price,SpotPrice,Region,AvailabilityZone,Arch\n";
+
+/// A catalog directory holding `aws_vms.csv` (as `write` fills it) and its `sources.csv`.
+fn catalog_dir(write: impl FnOnce(&mut dyn std::io::Write)) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        dir.path().join("sources.csv"),
+        "file,source,as_of\naws_vms.csv,test catalog,2026-11-01\n",
+    )
+    .expect("written");
+    let file = std::fs::File::create(dir.path().join("aws_vms.csv")).expect("created");
+    let mut out = std::io::BufWriter::new(file);
+    write(&mut out);
+    std::io::Write::flush(&mut out).expect("flushed");
+    dir
+}
+
+#[test]
+fn a_catalog_with_a_header_and_no_rows_says_so() {
+    let dir = catalog_dir(|out| out.write_all(CATALOG_HEADER.as_bytes()).expect("written"));
+    let csv = dir.path().join("aws_vms.csv");
+    let out = gpucap()
+        .args(["prices", "--format", "json", "--import"])
+        .arg(&csv)
+        .output()
+        .expect("run");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("aws_vms.csv: the file has a header but no rows"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("no offers match"), "{stderr}");
+
+    let snapshot = dir.path().join("snapshot.csv");
+    let out = gpucap()
+        .args(["prices", "--write-snapshot"])
+        .arg(&snapshot)
+        .arg("--from-catalog")
+        .arg(dir.path())
+        .output()
+        .expect("run");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("has a header but no rows"), "{stderr}");
+    assert!(!snapshot.exists());
+}
+
+#[test]
+fn a_catalog_of_a_million_rows_ends_in_an_error_not_an_abort() {
+    // The catalog of issue 35, which once died allocating 592 MB under a 4 GiB address-space
+    // limit: the import streams it and stops past `MAX_CATALOG_ROWS`, holding no more.
+    let row = "p5.48xlarge,H100,8.0,192.0,2048.0,x,98.32,60.00,us-east-1,use1-az4,x86_64\n";
+    let dir = catalog_dir(|out| {
+        out.write_all(CATALOG_HEADER.as_bytes()).expect("written");
+        for _ in 0..1_000_000 {
+            out.write_all(row.as_bytes()).expect("written");
+        }
+    });
+    let snapshot = dir.path().join("snapshot.csv");
+    let out = gpucap()
+        .args(["prices", "--write-snapshot"])
+        .arg(&snapshot)
+        .arg("--from-catalog")
+        .arg(dir.path())
+        .output()
+        .expect("run");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let limit = gpucap::limits::MAX_CATALOG_ROWS;
+    assert!(
+        stderr.contains(&format!(
+            "aws_vms.csv:{}: the catalog is too large to import: more than {limit} rows",
+            limit + 2
+        )),
+        "{stderr}"
+    );
+    assert!(stderr.contains("hint: "), "{stderr}");
+    assert!(!snapshot.exists());
+}
+
+#[test]
+fn a_calendar_nested_a_hundred_thousand_deep_is_refused_before_parsing() {
+    // 200 KB of flow sequences nested 100,000 deep: once 33 s to refuse, now one scan.
+    let (_d, config) = quickstart_file("calendars/llm-team-q1.yaml", |_| {
+        format!(
+            "campaigns: {}{}\n",
+            "[".repeat(100_000),
+            "]".repeat(100_000)
+        )
+    });
+    let r = run(&config, &["demand"]);
+    no_panic(&r);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains(&format!(
+            "llm-team-q1.yaml:1: lists and tables are nested more than {} levels deep",
+            gpucap::limits::MAX_NESTING_DEPTH
+        )),
+        "{}",
+        r.stderr
+    );
+    // The config too.
+    let (_d, config) =
+        quickstart(|t| t + &format!("\nx = {}{}\n", "[".repeat(100_000), "]".repeat(100_000)));
+    let r = run(&config, &["demand"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("gpucap.toml:"), "{}", r.stderr);
+    assert!(r.stderr.contains("nested more than"), "{}", r.stderr);
+}
+
+#[test]
+fn inputs_that_make_no_sense_are_refused_naming_the_field() {
+    // A capacity zone outside its region.
+    let (_d, config) = quickstart(|t| {
+        t.replace(
+            "region = \"us-east-1\"\ninstance_type = \"p5.48xlarge\"\ninstances = 4",
+            "region = \"us-east-1\"\nzone = \"eu-west-1a\"\ninstance_type = \"p5.48xlarge\"\ninstances = 4",
+        )
+    });
+    let r = run(&config, &["plan", "--now", NOW, "-q"]);
+    no_panic(&r);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains(
+            "gpucap.toml: `capacity[0].zone`: `eu-west-1a` is not a zone of aws region `us-east-1`"
+        ),
+        "{}",
+        r.stderr
+    );
+
+    // A checkpoint interval of 4,294,967,295 minutes (and a restart as long).
+    for field in ["checkpoint_interval_minutes", "restart_minutes"] {
+        let (_d, config) = quickstart(|t| t + &format!("\n[spot]\n{field} = 4294967295\n"));
+        let r = run(&config, &["plan", "--now", NOW, "-q"]);
+        no_panic(&r);
+        assert_eq!(r.code, 2, "{field}: {}", r.stderr);
+        assert!(
+            r.stderr.contains(&format!(
+                "`spot.{field}`: must be at most 1440 minutes (a day), found `4294967295`"
+            )),
+            "{}",
+            r.stderr
+        );
+    }
+
+    // A problem whose purchase starts all lie past its horizon, or whose range is empty.
+    let text = std::fs::read_to_string(root().join("tests/fixtures/problems/spec-example.json"))
+        .expect("fixture");
+    for (to, says) in [
+        (
+            r#""starts": {"from": 5000, "to": 6000, "step": 24}"#,
+            "`offers[2].starts.from`: start 5000 is outside the horizon [0, 2184)",
+        ),
+        (
+            r#""starts": {"from": 48, "to": 24, "step": 24}"#,
+            "`offers[2].starts.to`: `to` 24 must be after `from` 48",
+        ),
+    ] {
+        let hostile = text.replacen(r#""starts": {"from": 24, "to": 2016, "step": 24}"#, to, 1);
+        assert_ne!(hostile, text);
+        let out = gpucap()
+            .args(["solve", "-"])
+            .write_stdin(hostile)
+            .output()
+            .expect("run");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{to}: {stderr}");
+        assert!(stderr.contains(says), "{stderr}");
+    }
+}
+
+#[test]
+fn demand_widths_must_be_positive_and_sane() {
+    let config = root().join("examples/quickstart/gpucap.toml");
+    for (width, says) in [
+        (
+            "-5",
+            "the width must be a positive number of columns, found `-5`",
+        ),
+        (
+            "0",
+            "the width must be a positive number of columns, found `0`",
+        ),
+        (
+            "4000000000",
+            "the width must be at most 1000 columns, found `4000000000`",
+        ),
+    ] {
+        let r = run(&config, &["demand", "--width", width]);
+        no_panic(&r);
+        assert_eq!(r.code, 2, "{width}: {}", r.stderr);
+        assert!(r.stderr.contains(says), "{width}: {}", r.stderr);
+        assert!(!r.stderr.contains("unexpected argument"), "{}", r.stderr);
+        assert!(r.stdout.is_empty(), "{}", r.stdout);
+    }
 }

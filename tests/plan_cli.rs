@@ -1058,3 +1058,43 @@ fn a_generated_quarter_of_two_thousand_campaigns_is_accepted_and_planned() {
         plan.actions.iter().map(|a| &a.kind).collect::<Vec<_>>()
     );
 }
+
+#[test]
+fn a_generated_quarter_of_ten_thousand_campaigns_passes_through_the_built_in_gates() {
+    // Issue 35: the built-in gates once ran out of their evaluation budget on this plan
+    // (`spot_critical.rego: evaluating … deny failed`), refusing valid input. The pools are
+    // laid out apart so the solver is quick; the gates see every campaign and action.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = campaigns::write_project_with(dir.path(), 10_000, 15, campaigns::Layout::Apart);
+    let out = dir.path().join("plan.json");
+    let r = gpucap_at(
+        "2027-01-01T00:00:00Z",
+        &config,
+        &[
+            "-o",
+            out.to_str().expect("utf-8 path"),
+            "--time-limit",
+            "30",
+        ],
+    );
+    assert!(r.code == 0 || r.code == 3, "{}", r.stderr);
+    assert!(!r.stderr.contains(".rego"), "{}", r.stderr);
+    let plan: Plan =
+        serde_json::from_str(&std::fs::read_to_string(&out).expect("the plan")).expect("a plan");
+    assert_eq!(plan.campaigns.len(), 10_000);
+    // The gates decided, and the same decisions come from evaluating the saved plan alone.
+    let eval = gpucap()
+        .args(["policy", "eval", "--plan"])
+        .arg(&out)
+        .args(["--now", "2027-01-01T00:00:00Z"])
+        .output()
+        .expect("run gpucap policy eval");
+    let stderr = String::from_utf8_lossy(&eval.stderr);
+    assert!(
+        eval.status.code() == Some(0) || eval.status.code() == Some(3),
+        "{stderr}"
+    );
+    assert!(!stderr.contains(".rego"), "{stderr}");
+    let decisions: serde_json::Value = serde_json::from_slice(&eval.stdout).expect("decisions");
+    assert!(decisions.is_object(), "{decisions}");
+}

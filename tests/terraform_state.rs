@@ -148,3 +148,23 @@ fn bad_state_names_the_file_and_field() {
         terraform::parse("{\n  \"format_version\": ", Path::new("cut.json")).expect_err("cut");
     assert!(err.to_string().starts_with("cut.json:"), "{err}");
 }
+
+#[test]
+fn a_block_that_ends_before_it_starts_is_not_capacity() {
+    let text = std::fs::read_to_string(fixture()).expect("read");
+    let bad = text.replacen(
+        "\"end_date\": \"2027-01-25T11:30:00Z\"",
+        "\"end_date\": \"2027-01-11T11:30:00Z\"",
+        1,
+    );
+    assert_ne!(bad, text);
+    let err = terraform::parse(&bad, Path::new("state.json")).expect_err("ends before it starts");
+    let message = err.to_string();
+    assert!(message.starts_with("state.json: "), "{message}");
+    assert!(message.contains(".values.end_date`"), "{message}");
+    assert!(
+        message.contains("`2027-01-11T11:30:00Z` is not after the start `2027-01-18T11:30:00Z`"),
+        "{message}"
+    );
+    assert!(err.hint.is_some(), "{err:?}");
+}

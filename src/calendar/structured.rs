@@ -28,6 +28,7 @@ fn present<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(
 }
 
 pub(super) fn parse_yaml(text: &str, path: &Path) -> Result<Vec<Campaign>, InputError> {
+    crate::nesting::check(text, path, crate::nesting::Syntax::Yaml)?;
     refuse_tags(text, path)?;
     let de = serde_yaml_ng::Deserializer::from_str(text);
     let file: CalendarFile = serde_path_to_error::deserialize(de).map_err(|e| {
@@ -60,6 +61,7 @@ pub(super) fn parse_yaml(text: &str, path: &Path) -> Result<Vec<Campaign>, Input
 }
 
 pub(super) fn parse_toml(text: &str, path: &Path) -> Result<Vec<Campaign>, InputError> {
+    crate::nesting::check(text, path, crate::nesting::Syntax::Toml)?;
     let to_error = |e: &toml::de::Error, field: String| {
         let mut loc = Location::file(path);
         if let Some(span) = e.span() {

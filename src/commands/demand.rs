@@ -29,9 +29,27 @@ pub struct DemandArgs {
     /// Scenario shown in the summary and charts. Default: the first in the config.
     #[arg(long)]
     pub scenario: Option<String>,
-    /// Width of the terminal chart in columns.
-    #[arg(long, default_value_t = 72)]
+    /// Width of the terminal chart in columns (1 to 1,000).
+    #[arg(long, default_value_t = 72, allow_negative_numbers = true, value_parser = parse_width)]
     pub width: usize,
+}
+
+/// `--width COLUMNS`: a whole number of columns from 1 to [`crate::limits::MAX_CHART_WIDTH`];
+/// a negative or absurd width gets a message about the value, not about the flag.
+fn parse_width(s: &str) -> Result<usize, String> {
+    use crate::limits::MAX_CHART_WIDTH;
+    let positive = || format!("the width must be a positive number of columns, found `{s}`");
+    let digits = s.trim();
+    if digits.is_empty() || !digits.chars().all(|c| c.is_ascii_digit()) {
+        return Err(positive());
+    }
+    match digits.parse::<usize>() {
+        Ok(0) => Err(positive()),
+        Ok(w) if w <= MAX_CHART_WIDTH => Ok(w),
+        _ => Err(format!(
+            "the width must be at most {MAX_CHART_WIDTH} columns, found `{s}`"
+        )),
+    }
 }
 
 pub fn run(global: &GlobalArgs, args: DemandArgs) -> anyhow::Result<Outcome> {
@@ -228,4 +246,28 @@ fn report(
     }
     let _ = writeln!(out, "{scenarios}");
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_width;
+
+    #[test]
+    fn widths_are_positive_columns_up_to_the_limit() {
+        assert_eq!(parse_width("72"), Ok(72));
+        assert_eq!(parse_width("1000"), Ok(1000));
+        for bad in ["-5", "0", "nan", "1.5", ""] {
+            let err = parse_width(bad).unwrap_err();
+            assert!(err.contains("must be a positive number"), "{bad}: {err}");
+            assert!(err.contains(&format!("`{bad}`")), "{bad}: {err}");
+        }
+        for big in [
+            "1001",
+            "4000000000",
+            "99999999999999999999999999999999999999999",
+        ] {
+            let err = parse_width(big).unwrap_err();
+            assert!(err.contains("at most 1000"), "{big}: {err}");
+        }
+    }
 }

@@ -366,8 +366,13 @@ fn make_with(
 
     plan.quota_increases = quota_increases;
     progress.step("evaluating the budget gates");
+    let gates_started = std::time::Instant::now();
     plan.gates = gates::evaluate(&policies.engine, &project.config.budget, &plan, now)
         .map_err(crate::commands::policy::input)?;
+    tracing::debug!(
+        "budget gates evaluated in {:.2} s",
+        gates_started.elapsed().as_secs_f64()
+    );
 
     // The apply state the plan is made against: `apply` refuses it once another run wrote it.
     plan.state = state.as_ref().map(crate::state::State::reference);

@@ -201,12 +201,12 @@ fn write_from_catalog(
     quiet: bool,
     now: DateTime<Utc>,
 ) -> anyhow::Result<Outcome> {
-    let built = catalog_snapshot::build(dir, published).map_err(|e| {
+    let built = catalog_snapshot::build(dir, published, CATALOG_BOUNDS).map_err(|e| {
         let mut loc = Location::file(&e.file);
         if let Some(line) = e.line {
             loc = loc.line(line as usize);
         }
-        InputError::new(loc, e.message.clone())
+        catalog_hint(InputError::new(loc, e.message.clone()))
     })?;
     let mut command = format!(
         "gpucap prices --write-snapshot {} --from-catalog {}",
@@ -235,6 +235,25 @@ fn write_from_catalog(
     }
     eprintln!("wrote {} rows to {}", built.entries.len(), path.display());
     Ok(Outcome::OK)
+}
+
+/// The bounds of one catalog import (`--import`, `--from-catalog`).
+pub(crate) const CATALOG_BOUNDS: gpucap_provider::skypilot::Bounds =
+    gpucap_provider::skypilot::Bounds {
+        rows: crate::limits::MAX_CATALOG_ROWS,
+        bytes: crate::limits::MAX_CATALOG_BYTES,
+    };
+
+/// A hint for a catalog past its bounds ([`CATALOG_BOUNDS`]).
+pub(crate) fn catalog_hint(err: InputError) -> InputError {
+    if err
+        .message
+        .starts_with(gpucap_provider::skypilot::PAST_BOUNDS)
+    {
+        err.with_hint("keep only the rows of GPU instance types, or split the catalog by cloud (MAX_CATALOG_ROWS and MAX_CATALOG_BYTES in src/limits.rs)")
+    } else {
+        err
+    }
 }
 
 fn build_query(args: &PricesArgs) -> anyhow::Result<Query> {

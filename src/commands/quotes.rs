@@ -66,13 +66,14 @@ pub fn gather(
             offers.extend(snapshot::builtin().context("the built-in snapshot is broken")?);
         }
         for path in &sources.imports {
-            let imported = skypilot::import_file(path).map_err(|e| {
-                let mut loc = Location::file(&e.file);
-                if let Some(line) = e.line {
-                    loc = loc.line(line as usize);
-                }
-                InputError::new(loc, e.message.clone())
-            })?;
+            let imported =
+                skypilot::import_file(path, super::prices::CATALOG_BOUNDS).map_err(|e| {
+                    let mut loc = Location::file(&e.file);
+                    if let Some(line) = e.line {
+                        loc = loc.line(line as usize);
+                    }
+                    super::prices::catalog_hint(InputError::new(loc, e.message.clone()))
+                })?;
             for issue in imported.issues {
                 reporter.issue(issue);
             }

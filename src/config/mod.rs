@@ -593,6 +593,7 @@ fn default_output_dir() -> PathBuf {
 impl Config {
     /// Parses and validates the text of a `gpucap.toml`. `path` is only used in messages.
     pub fn parse(text: &str, path: &Path) -> Result<Config, InputError> {
+        crate::nesting::check(text, path, crate::nesting::Syntax::Toml)?;
         let de =
             toml::de::Deserializer::parse(text).map_err(|e| toml_error(text, path, &e, None))?;
         let config: Config = serde_path_to_error::deserialize(de).map_err(|e| {
@@ -816,6 +817,24 @@ impl Config {
                 known_region(region, at(format!("spot.overrides.\"{key}\"")))?;
             }
         }
+        for (field, minutes) in [
+            (
+                "checkpoint_interval_minutes",
+                spot.checkpoint_interval_minutes,
+            ),
+            ("restart_minutes", spot.restart_minutes),
+        ] {
+            if minutes > crate::limits::MAX_SPOT_MINUTES {
+                return Err(InputError::new(
+                    at(format!("spot.{field}")),
+                    format!(
+                        "must be at most {} minutes (a day), found `{minutes}`",
+                        crate::limits::MAX_SPOT_MINUTES
+                    ),
+                )
+                .with_hint("a campaign that cannot checkpoint or restart within a day is not interruptible: set `interruptible: false` on it instead"));
+            }
+        }
         for (at_key, rate, availability) in spot_figures {
             if let Some(r) = rate
                 && !(r.is_finite() && r >= 0.0)
@@ -868,7 +887,24 @@ impl Config {
                     ),
                 ));
             }
-            known_region(&c.region, at(format!("capacity[{i}].region")))?;
+            let cloud = known_region(&c.region, at(format!("capacity[{i}].region")))?;
+            if let Some(zone) = &c.zone
+                && !gpucap_provider::regions::zone_in_region(cloud, &c.region, zone)
+            {
+                return Err(InputError::new(
+                    at(format!("capacity[{i}].zone")),
+                    format!(
+                        "`{}` is not a zone of {cloud} region `{}`",
+                        visible(zone),
+                        c.region
+                    ),
+                )
+                .with_hint(match cloud {
+                    Cloud::Azure => "Azure zones are numbers: `1`, `2` or `3`".to_string(),
+                    Cloud::Gcp => format!("zones of `{0}` are named like `{0}-a`", c.region),
+                    Cloud::Aws => format!("zones of `{0}` are named like `{0}a`", c.region),
+                }));
+            }
             if c.kind == gpucap_provider::PurchaseKind::OnDemand
                 || c.kind == gpucap_provider::PurchaseKind::Spot
             {

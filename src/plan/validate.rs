@@ -67,6 +67,22 @@ pub fn validate(plan: &Plan, path: &Path) -> Result<(), InputError> {
             ),
         );
     }
+    let span_hours = (end - start).num_hours();
+    if end - start != chrono::Duration::hours(span_hours)
+        || span_hours != i64::from(plan.horizon.hours)
+    {
+        return Err(InputError::new(
+            at("horizon.hours".into()),
+            format!(
+                "`{}` hours disagree with the horizon from `{}` to `{}`, which is {} hours",
+                plan.horizon.hours,
+                plan.horizon.start,
+                plan.horizon.end,
+                show((end - start).num_seconds() as f64 / 3600.0)
+            ),
+        )
+        .with_hint("the plan file was edited by hand or is damaged: plan again"));
+    }
     money("cost.expected_total".into(), plan.cost.expected_total)?;
     money("cost.irreversible".into(), plan.cost.irreversible)?;
 
@@ -132,26 +148,17 @@ pub fn validate(plan: &Plan, path: &Path) -> Result<(), InputError> {
                 );
             }
         }
-        if let Some(zone) = &a.zone {
-            let ok = match cloud {
-                Cloud::Aws | Cloud::Gcp => {
-                    zone.strip_prefix(a.region.as_str()).is_some_and(|rest| {
-                        let rest = rest.strip_prefix('-').unwrap_or(rest);
-                        !rest.is_empty() && rest.chars().all(|c| c.is_ascii_alphanumeric())
-                    })
-                }
-                Cloud::Azure => !zone.is_empty() && zone.chars().all(|c| c.is_ascii_digit()),
-            };
-            if !ok {
-                return err(
-                    f("zone"),
-                    format!(
-                        "`{}` is not a zone of {cloud} region `{}`",
-                        visible(zone),
-                        a.region
-                    ),
-                );
-            }
+        if let Some(zone) = &a.zone
+            && !gpucap_provider::regions::zone_in_region(cloud, &a.region, zone)
+        {
+            return err(
+                f("zone"),
+                format!(
+                    "`{}` is not a zone of {cloud} region `{}`",
+                    visible(zone),
+                    a.region
+                ),
+            );
         }
         if a.instance_type.is_empty()
             || !a

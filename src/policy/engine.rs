@@ -60,10 +60,7 @@ impl PolicyEngine {
         engine.set_strict_builtin_errors(true);
         // Policies are code from the repo; an expensive or endless one must end in an error
         // that names it (and so denies: the plan has no decisions), not hang `gpucap plan`.
-        engine.set_execution_timer_config(regorus::utils::limits::ExecutionTimerConfig {
-            limit: crate::limits::MAX_POLICY_TIME,
-            check_interval: std::num::NonZeroU32::MIN.saturating_add(999),
-        });
+        engine.set_execution_timer_config(timer(crate::limits::MAX_POLICY_TIME));
         super::ranges::register(&mut engine).map_err(|e| PolicyError::BadData(format!("{e:#}")))?;
         let mut packages = BTreeSet::new();
         for source in &sources {
@@ -130,6 +127,8 @@ impl PolicyEngine {
         let data = prepare_data(data.clone(), now)?;
         let _memory = MemoryBound::set();
         let mut engine = self.engine.clone();
+        let limit = time_limit(plan);
+        engine.set_execution_timer_config(timer(limit));
         engine.set_input(regorus::Value::from(plan.clone()));
         engine
             .add_data(regorus::Value::from(data))
@@ -137,8 +136,8 @@ impl PolicyEngine {
         let mut decisions = Decisions::default();
         for package in &self.packages {
             for kind in DecisionKind::ALL {
-                let found =
-                    eval_set(&mut engine, package, kind).map_err(|e| self.locate(package, e))?;
+                let found = eval_set(&mut engine, package, kind, limit)
+                    .map_err(|e| self.locate(package, e))?;
                 decisions.get_mut(kind).extend(found);
             }
         }
@@ -248,9 +247,43 @@ impl Drop for MemoryBound {
     }
 }
 
-/// Says which of regorus's limits an evaluation ran into, in the user's terms; `None` for
-/// any other error.
-fn limit_message(err: &anyhow::Error) -> Option<String> {
+/// regorus's execution timer at `limit`, looked at every thousand steps.
+fn timer(limit: std::time::Duration) -> regorus::utils::limits::ExecutionTimerConfig {
+    regorus::utils::limits::ExecutionTimerConfig {
+        limit,
+        check_interval: std::num::NonZeroU32::MIN.saturating_add(999),
+    }
+}
+
+/// How long one query of the gates may run on `plan`: [`crate::limits::MAX_POLICY_TIME`], and
+/// [`crate::limits::POLICY_TIME_PER_PLAN_VALUE`] more for each value the plan holds. A gate that
+/// reads the plan once takes time in proportion to it, so a large valid plan is never refused
+/// for its size, while a policy that loops or explodes still ends, in a time that grows only
+/// with its input.
+pub fn time_limit(plan: &Value) -> std::time::Duration {
+    let values = u32::try_from(count_values(plan)).unwrap_or(u32::MAX);
+    crate::limits::MAX_POLICY_TIME
+        .saturating_add(crate::limits::POLICY_TIME_PER_PLAN_VALUE.saturating_mul(values))
+}
+
+/// The values in `v`: itself, and every element and member within, at any depth.
+fn count_values(v: &Value) -> u64 {
+    let mut count = 0u64;
+    let mut stack = vec![v];
+    while let Some(v) = stack.pop() {
+        count += 1;
+        match v {
+            Value::Array(items) => stack.extend(items),
+            Value::Object(members) => stack.extend(members.values()),
+            _ => {}
+        }
+    }
+    count
+}
+
+/// Says which of regorus's limits an evaluation ran into, in the user's terms (`time` is the
+/// time limit it had); `None` for any other error.
+fn limit_message(err: &anyhow::Error, time: std::time::Duration) -> Option<String> {
     let limit = err
         .chain()
         .find_map(|e| e.downcast_ref::<regorus::LimitError>())?;
@@ -260,8 +293,8 @@ fn limit_message(err: &anyhow::Error) -> Option<String> {
             crate::limits::MAX_POLICY_MEMORY >> 20
         ),
         regorus::LimitError::TimeLimitExceeded { .. } => format!(
-            "the policy ran longer than {} s, the limit for one evaluation of the gates",
-            crate::limits::MAX_POLICY_TIME.as_secs()
+            "the policy ran longer than {} s, the limit for one evaluation of the gates on this plan",
+            crate::limits::show(time.as_secs_f64())
         ),
         other => format!("{other}"),
     })
@@ -272,12 +305,13 @@ fn eval_set(
     engine: &mut regorus::Engine,
     package: &str,
     kind: DecisionKind,
+    time: std::time::Duration,
 ) -> Result<Vec<Decision>, PolicyError> {
     let set = kind.as_str();
     // A query on a rule the package does not define is undefined (no result), not an error.
     let query = format!("data.{package}.{set}");
     let results = engine.eval_query(query, false).map_err(|e| {
-        if let Some(message) = limit_message(&e) {
+        if let Some(message) = limit_message(&e, time) {
             return PolicyError::Eval {
                 package: package.to_string(),
                 set,
@@ -584,6 +618,25 @@ mod tests {
     use super::*;
     use crate::policy::cases;
     use serde_json::json;
+
+    #[test]
+    fn the_time_limit_grows_with_the_plan() {
+        use crate::limits::{MAX_POLICY_TIME, POLICY_TIME_PER_PLAN_VALUE};
+        assert_eq!(count_values(&json!({})), 1);
+        let plan = json!({"actions": [{"id": "a", "campaigns": ["x", "y"]}], "cost": 1.0});
+        // The plan, `actions`, the action, `id`, `campaigns`, its two names, `cost`.
+        assert_eq!(count_values(&plan), 8);
+        assert_eq!(
+            time_limit(&plan),
+            MAX_POLICY_TIME + POLICY_TIME_PER_PLAN_VALUE * 8
+        );
+        let names: Vec<String> = (0..100_000).map(|i| format!("c{i}")).collect();
+        let large = json!({"campaigns": names});
+        assert_eq!(
+            time_limit(&large),
+            MAX_POLICY_TIME + POLICY_TIME_PER_PLAN_VALUE * 100_002
+        );
+    }
 
     fn user(path: &str, text: &str) -> PolicySource {
         PolicySource {

@@ -107,6 +107,9 @@ struct Reader<'a> {
     groups: BTreeMap<String, String>,
 }
 
+/// A start and an end, either open.
+type Window = (Option<DateTime<Utc>>, Option<DateTime<Utc>>);
+
 /// One resource's `values`, with typed access that names the field on failure.
 struct Fields<'a> {
     values: &'a Value,
@@ -160,6 +163,29 @@ impl Fields<'_> {
             Some(Value::String(s)) => s.parse().map_err(|_| bad()),
             _ => Err(bad()),
         }
+    }
+
+    /// The start and end at `start` and `end`; an end at or before the start is an error
+    /// naming the end (a block that ends before it starts is no capacity to plan on).
+    fn window(&self, start: &str, end: &str) -> Result<Window, InputError> {
+        let (from, to) = (self.time(start)?, self.time(end)?);
+        if let (Some(from), Some(to)) = (from, to)
+            && to <= from
+        {
+            return Err(self
+                .error(
+                    &Self::field_name(end),
+                    &format!(
+                        "`{}` is not after the start `{}`",
+                        to.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+                        from.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+                    ),
+                )
+                .with_hint(
+                    "the state is damaged or was edited by hand: refresh it (`terraform refresh`)",
+                ));
+        }
+        Ok((from, to))
     }
 
     fn time(&self, pointer: &str) -> Result<Option<DateTime<Utc>>, InputError> {
@@ -221,6 +247,7 @@ impl Reader<'_> {
                 let region = zone
                     .trim_end_matches(|c: char| c.is_ascii_lowercase())
                     .to_string();
+                let (start, end) = f.window("/start_date", "/end_date")?;
                 let kind = if ty == "aws_ec2_capacity_reservation" {
                     PurchaseKind::Reservation
                 } else {
@@ -233,8 +260,8 @@ impl Reader<'_> {
                     Some(zone),
                     f.string("/instance_type")?,
                     f.count("/instance_count")?,
-                    f.time("/start_date")?,
-                    f.time("/end_date")?,
+                    start,
+                    end,
                     id("/id")?,
                 )
             }
@@ -256,6 +283,8 @@ impl Reader<'_> {
             }
             "google_compute_future_reservation" => {
                 let zone = last_segment(&f.string("/zone")?);
+                let (start, end) =
+                    f.window("/time_window/0/start_time", "/time_window/0/end_time")?;
                 found(
                     PurchaseKind::CapacityBlock,
                     Cloud::Gcp,
@@ -265,8 +294,8 @@ impl Reader<'_> {
                         &f.string("/specific_sku_properties/0/instance_properties/0/machine_type")?,
                     ),
                     f.count("/specific_sku_properties/0/total_count")?,
-                    f.time("/time_window/0/start_time")?,
-                    f.time("/time_window/0/end_time")?,
+                    start,
+                    end,
                     id("/name")?,
                 )
             }
@@ -287,6 +316,7 @@ impl Reader<'_> {
                 let accelerator =
                     last_segment(&f.string(&format!("/resources/{i}/accelerator_type"))?);
                 let gpus = f.count(&format!("/resources/{i}/amount"))?;
+                let (start, end) = f.window("/start_timestamp", "/end_timestamp")?;
                 let (instance_type, per_vm) =
                     crate::render::terraform::calls::gcp_machine_for(&accelerator)
                         .map_or((accelerator.clone(), 1), |(m, g)| (m.to_string(), g));
@@ -297,8 +327,8 @@ impl Reader<'_> {
                     None,
                     instance_type,
                     gpus / per_vm.max(1),
-                    f.time("/start_timestamp")?,
-                    f.time("/end_timestamp")?,
+                    start,
+                    end,
                     id("/name")?,
                 )
             }

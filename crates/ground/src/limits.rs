@@ -62,12 +62,40 @@ pub const MAX_TERM_STARTS: u64 = 1_000_000;
 /// evaluation fails, which stops the run before any plan is written.
 pub const MAX_POLICY_TIME: std::time::Duration = std::time::Duration::from_secs(10);
 
+/// More time one evaluation of the budget gates may take for each value (number, string, list,
+/// object) of the plan they read: the built-in gates are linear in the plan, so their budget
+/// is too. A 10,000-campaign quarter holds about a million values and gets 10 s more; release
+/// builds evaluate the gates at well under 1 µs a value.
+pub const POLICY_TIME_PER_PLAN_VALUE: std::time::Duration = std::time::Duration::from_micros(10);
+
 /// Most memory one evaluation of the budget gates may take, bytes above what the process held
 /// when it began (regorus's allocator-backed memory limit): 1 GiB. The built-in gates take
 /// kilobytes; a comprehension over `numbers.range(1, 1e8)` takes gigabytes within the
 /// [`MAX_POLICY_TIME`], so without this bound it would end the process for lack of memory
 /// rather than in an error naming the policy.
 pub const MAX_POLICY_MEMORY: u64 = 1 << 30;
+
+/// Longest spot checkpoint interval or restart time, minutes: a day. At the default 0.229
+/// interruptions an hour, checkpointing once a day already loses more time than it runs.
+pub const MAX_SPOT_MINUTES: u32 = 24 * 60;
+
+/// Widest terminal chart, columns (`demand --width`): wider than any terminal, and the chart
+/// never has more columns than the horizon has hours anyway.
+pub const MAX_CHART_WIDTH: usize = 1_000;
+
+/// Deepest nesting of lists and tables in a config or calendar (YAML flow `[[[…]]]`, TOML
+/// inline arrays): real files nest a few levels, and the YAML parser takes seconds per
+/// thousand levels before its own limit (128) is checked.
+pub const MAX_NESTING_DEPTH: usize = 64;
+
+/// Most rows one catalog import reads (`prices --import`, `--from-catalog`, summed over the
+/// directory): SkyPilot's full catalogs hold under 100,000 rows a cloud, and each row held
+/// costs a few hundred bytes, so this bounds an import to a few hundred MB.
+pub const MAX_CATALOG_ROWS: u64 = 500_000;
+
+/// Most bytes one catalog import reads (as [`MAX_CATALOG_ROWS`]): 256 MiB, over a kilobyte a
+/// row where real rows take 150 bytes; it also bounds one row's length.
+pub const MAX_CATALOG_BYTES: u64 = 256 << 20;
 
 /// Whether `v` is a finite number in `[min, max]`.
 pub fn finite_in(v: f64, min: f64, max: f64) -> bool {

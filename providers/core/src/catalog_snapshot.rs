@@ -144,12 +144,18 @@ pub fn read_sources(dir: &Path) -> Result<Vec<CatalogFile>, BuildError> {
 }
 
 /// Builds the snapshot's rows from the catalogs of `dir` and, if given, the published table.
-pub fn build(dir: &Path, published: Option<&Path>) -> Result<Built, BuildError> {
+/// The catalogs are read as they stream in, all of them together within `bounds`.
+pub fn build(
+    dir: &Path,
+    published: Option<&Path>,
+    bounds: skypilot::Bounds,
+) -> Result<Built, BuildError> {
     let catalogs = read_sources(dir)?;
     let mut offers = Vec::new();
     let mut issues = Vec::new();
+    let mut left = bounds;
     for catalog in &catalogs {
-        let text = std::fs::read_to_string(&catalog.path).map_err(|e| BuildError {
+        let file = std::fs::File::open(&catalog.path).map_err(|e| BuildError {
             file: catalog.path.clone(),
             line: None,
             message: e.to_string(),
@@ -159,12 +165,29 @@ pub fn build(dir: &Path, published: Option<&Path>) -> Result<Built, BuildError> 
             .and_hms_opt(0, 0, 0)
             .map(|t| t.and_utc())
             .unwrap_or_default();
-        let imported =
-            skypilot::import(&text, &catalog.path, fetched_at).map_err(|e| BuildError {
-                file: e.file,
-                line: e.line,
-                message: e.message,
-            })?;
+        let imported = skypilot::import_reader(
+            std::io::BufReader::new(file),
+            &catalog.path,
+            fetched_at,
+            left,
+        )
+        .map_err(|e| BuildError {
+            file: e.file,
+            line: e.line,
+            message: if left != bounds && e.message.starts_with(skypilot::PAST_BOUNDS) {
+                format!(
+                    "{} left of the {} rows and {} bytes all catalogs of {} may hold together",
+                    e.message,
+                    bounds.rows,
+                    bounds.bytes,
+                    dir.display()
+                )
+            } else {
+                e.message
+            },
+        })?;
+        left.rows -= imported.rows;
+        left.bytes -= imported.bytes;
         issues.extend(imported.issues);
         offers.extend(imported.offers.into_iter().map(|mut o| {
             o.source.origin = catalog.source.clone();

@@ -43,6 +43,18 @@ pub fn exists(cloud: Cloud, region: &str) -> bool {
     of(cloud).any(|r| r == region)
 }
 
+/// Whether `zone` names a zone of `cloud`'s `region`: on AWS and GCP the region's name and a
+/// suffix (`us-east-1a`, `us-central1-a`), on Azure a zone number (`1`).
+pub fn zone_in_region(cloud: Cloud, region: &str, zone: &str) -> bool {
+    match cloud {
+        Cloud::Aws | Cloud::Gcp => zone.strip_prefix(region).is_some_and(|rest| {
+            let rest = rest.strip_prefix('-').unwrap_or(rest);
+            !rest.is_empty() && rest.chars().all(|c| c.is_ascii_alphanumeric())
+        }),
+        Cloud::Azure => !zone.is_empty() && zone.chars().all(|c| c.is_ascii_digit()),
+    }
+}
+
 /// The known region nearest in spelling to `region`, for a "did you mean" hint: of the cloud
 /// whose naming scheme `region` follows, or of every cloud when it follows none.
 pub fn closest(region: &str) -> Option<&'static str> {
@@ -58,6 +70,19 @@ pub fn closest(region: &str) -> Option<&'static str> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn zones_belong_to_their_region() {
+        use super::zone_in_region;
+        use crate::Cloud;
+        assert!(zone_in_region(Cloud::Aws, "us-east-1", "us-east-1a"));
+        assert!(zone_in_region(Cloud::Gcp, "us-central1", "us-central1-a"));
+        assert!(zone_in_region(Cloud::Azure, "eastus", "2"));
+        assert!(!zone_in_region(Cloud::Aws, "us-east-1", "eu-west-1a"));
+        assert!(!zone_in_region(Cloud::Aws, "us-east-1", "us-east-1"));
+        assert!(!zone_in_region(Cloud::Gcp, "us-central1", "us-east4-a"));
+        assert!(!zone_in_region(Cloud::Azure, "eastus", "eastus-1"));
+    }
+
     use super::*;
 
     #[test]

@@ -9,6 +9,7 @@
 //! [`Issue`] naming `file:line`, never used silently.
 
 use std::collections::{BTreeMap, HashMap};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
@@ -37,21 +38,48 @@ pub struct ImportError {
 pub struct Imported {
     pub offers: Vec<Offer>,
     pub issues: Vec<Issue>,
+    /// The data rows read (the header not counted).
+    pub rows: u64,
+    /// The bytes read.
+    pub bytes: u64,
 }
 
-/// Reads and imports a catalog file; `fetched_at` is when its prices were true (the file's
-/// modification time, usually).
-pub fn import_file(path: &Path) -> Result<Imported, ImportError> {
-    let text = std::fs::read_to_string(path).map_err(|e| ImportError {
+/// The most an import reads: past either bound it stops with an error, so what it holds (the
+/// offers, one or two per row) stays bounded whatever the file's size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bounds {
+    /// Data rows.
+    pub rows: u64,
+    /// Bytes of the file, which also bounds one row's length.
+    pub bytes: u64,
+}
+
+impl Bounds {
+    /// No bound: for text already in memory.
+    pub const NONE: Bounds = Bounds {
+        rows: u64::MAX,
+        bytes: u64::MAX,
+    };
+}
+
+/// How an error about [`Bounds`] begins.
+pub const PAST_BOUNDS: &str = "the catalog is too large to import: ";
+
+/// Reads and imports a catalog file as it streams in, within `bounds`; `fetched_at` is when its
+/// prices were true (the file's modification time, usually).
+pub fn import_file(path: &Path, bounds: Bounds) -> Result<Imported, ImportError> {
+    let fail = |e: std::io::Error| ImportError {
         file: path.into(),
         line: None,
         message: e.to_string(),
-    })?;
-    let fetched_at = std::fs::metadata(path)
+    };
+    let file = std::fs::File::open(path).map_err(fail)?;
+    let fetched_at = file
+        .metadata()
         .and_then(|m| m.modified())
         .map(DateTime::<Utc>::from)
         .unwrap_or_else(|_| Utc::now());
-    import(&text, path, fetched_at)
+    import_reader(std::io::BufReader::new(file), path, fetched_at, bounds)
 }
 
 struct Columns {
@@ -78,16 +106,38 @@ struct Attached {
 
 /// Imports catalog text; `file` names it in issues and errors.
 pub fn import(text: &str, file: &Path, fetched_at: DateTime<Utc>) -> Result<Imported, ImportError> {
+    import_reader(text.as_bytes(), file, fetched_at, Bounds::NONE)
+}
+
+/// Imports a catalog as it is read from `input`, row by row, within `bounds`; `file` names it
+/// in issues and errors.
+pub fn import_reader(
+    input: impl Read,
+    file: &Path,
+    fetched_at: DateTime<Utc>,
+    bounds: Bounds,
+) -> Result<Imported, ImportError> {
     let fail = |line: Option<u64>, message: String| ImportError {
         file: file.into(),
         line,
         message,
     };
-    let mut reader = csv::ReaderBuilder::new().from_reader(text.as_bytes());
+    // One byte past the bound is read, so a file that has it is told from one that ends there;
+    // the count is of bytes taken from `input`, whether or not they parse.
+    let read = std::rc::Rc::new(std::cell::Cell::new(0u64));
+    let counted = Counted {
+        inner: input.take(bounds.bytes.saturating_add(1)),
+        read: read.clone(),
+    };
+    let mut reader = csv::ReaderBuilder::new().from_reader(counted);
+    let too_large = |line: Option<u64>, what: String| fail(line, format!("{PAST_BOUNDS}{what}"));
     let headers = reader
         .headers()
         .map_err(|e| fail(Some(1), e.to_string()))?
         .clone();
+    if read.get() > bounds.bytes {
+        return Err(too_large(None, format!("more than {} bytes", bounds.bytes)));
+    }
     let col = |name: &str| headers.iter().position(|h| h.trim() == name);
     let need = |name: &str| {
         col(name).ok_or_else(|| {
@@ -115,9 +165,25 @@ pub fn import(text: &str, file: &Path, fetched_at: DateTime<Utc>) -> Result<Impo
     // Instance types of known accelerators that the instance-type table lacks: first line, rows.
     let mut unlisted: BTreeMap<(Cloud, String), (u64, usize)> = BTreeMap::new();
 
-    for result in reader.records() {
-        let record = result.map_err(|e| fail(e.position().map(|p| p.line()), e.to_string()))?;
+    let mut rows = 0u64;
+    let mut record = csv::StringRecord::new();
+    loop {
+        let result = reader.read_record(&mut record);
+        if read.get() > bounds.bytes {
+            return Err(too_large(None, format!("more than {} bytes", bounds.bytes)));
+        }
+        let more = result.map_err(|e| fail(e.position().map(|p| p.line()), e.to_string()))?;
+        if !more {
+            break;
+        }
+        rows += 1;
         let line = record.position().map_or(0, |p| p.line());
+        if rows > bounds.rows {
+            return Err(too_large(
+                Some(line),
+                format!("more than {} rows", bounds.rows),
+            ));
+        }
         let get = |i: usize| record.get(i).unwrap_or("").trim();
         let region = get(cols.region).to_string();
         let Some(cloud) = Cloud::of_region(&region) else {
@@ -256,6 +322,13 @@ pub fn import(text: &str, file: &Path, fetched_at: DateTime<Utc>) -> Result<Impo
         }
     }
 
+    if rows == 0 {
+        return Err(fail(
+            None,
+            "the file has a header but no rows: it prices nothing".into(),
+        ));
+    }
+    let bytes = read.get();
     let mut missing_hosts: BTreeMap<&str, usize> = BTreeMap::new();
     for a in attached {
         let Some((host_price, host_spot)) =
@@ -326,7 +399,26 @@ pub fn import(text: &str, file: &Path, fetched_at: DateTime<Utc>) -> Result<Impo
             names.join(", ")
         );
     }
-    Ok(Imported { offers, issues })
+    Ok(Imported {
+        offers,
+        issues,
+        rows,
+        bytes,
+    })
+}
+
+/// A reader that counts the bytes taken from it.
+struct Counted<R> {
+    inner: R,
+    read: std::rc::Rc<std::cell::Cell<u64>>,
+}
+
+impl<R: Read> Read for Counted<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.read.set(self.read.get() + n as u64);
+        Ok(n)
+    }
 }
 
 /// Adds the on-demand and spot offers of one row, after checking both prices.
@@ -566,6 +658,43 @@ p5.48xlarge,H100,8.0,192.0,2048.0,x,cheap,,us-east-1,use1-az6,x86_64
             err.to_string()
                 .starts_with("x.csv:1: no `InstanceType` column"),
             "{err}"
+        );
+    }
+
+    #[test]
+    fn an_import_stops_past_its_bounds_and_an_empty_one_says_so() {
+        let header = "InstanceType,AcceleratorName,AcceleratorCount,Price,SpotPrice,Region,AvailabilityZone\n";
+        let row = "p5.48xlarge,H100,8,98.32,,us-east-1,us-east-1a\n";
+        let text = format!("{header}{}", row.repeat(3));
+        let at = |bounds| import_reader(text.as_bytes(), Path::new("aws.csv"), Utc::now(), bounds);
+        let all = at(Bounds {
+            rows: 3,
+            bytes: text.len() as u64,
+        })
+        .expect("within its bounds");
+        assert_eq!((all.rows, all.bytes), (3, text.len() as u64));
+        let err = at(Bounds {
+            rows: 2,
+            bytes: u64::MAX,
+        })
+        .expect_err("a row too many");
+        assert_eq!(
+            err.to_string(),
+            format!("aws.csv:4: {PAST_BOUNDS}more than 2 rows")
+        );
+        let err = at(Bounds {
+            rows: u64::MAX,
+            bytes: 100,
+        })
+        .expect_err("too long");
+        assert_eq!(
+            err.to_string(),
+            format!("aws.csv: {PAST_BOUNDS}more than 100 bytes")
+        );
+        let err = import(header, Path::new("aws.csv"), Utc::now()).expect_err("no rows");
+        assert_eq!(
+            err.to_string(),
+            "aws.csv: the file has a header but no rows: it prices nothing"
         );
     }
 }

@@ -360,6 +360,26 @@ fn check_offer(
                 "must be a positive whole number, found 0",
             ));
         }
+        // A range may run past the horizon (its starts are cut there), but not start past it
+        // or be empty: an offer that can never be bought is a broken file, not an option.
+        Starts::Range(range) if range.from >= problem.hours => {
+            return Err(error(
+                at("starts.from"),
+                format!(
+                    "start {} is outside the horizon [0, {})",
+                    range.from, problem.hours
+                ),
+            ));
+        }
+        Starts::Range(range) if range.to <= range.from => {
+            return Err(error(
+                at("starts.to"),
+                format!(
+                    "`to` {} must be after `from` {}: the range holds no start",
+                    range.to, range.from
+                ),
+            ));
+        }
         Starts::Range(_) => {}
     }
     Ok((pool, starts.hours(problem.hours)))
