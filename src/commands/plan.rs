@@ -182,7 +182,16 @@ fn make_with(
     let offers = &gathered.offers;
 
     let build_problem = |book: &planner::QuotaBook| {
-        planner::build_with(&project.config, &demand, offers, &existing, now, book).map_err(|e| {
+        planner::build_with(
+            &project.config,
+            &demand,
+            &project.campaigns,
+            offers,
+            &existing,
+            now,
+            book,
+        )
+        .map_err(|e| {
             let hint = e.hint();
             let planner::PlannerError::NoOffers { pool, .. } = &e;
             InputError::new(

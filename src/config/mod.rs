@@ -375,6 +375,22 @@ pub struct Planning {
     /// may be (README, "Fewer, larger purchases").
     #[serde(default = "default_cost_per_purchase")]
     pub cost_per_purchase: f64,
+    /// How campaigns that are not interruptible are placed. `fluid` (the default for now):
+    /// their GPU-hours may come from any instance size in any of the pool's places, hour by
+    /// hour. `gangs`: each runs whole, as synchronous training does: in one place (cloud,
+    /// region and instance type) on whole nodes of the accelerator's largest size, from its
+    /// start to its end (`docs/problem-v3.md`), and the plan says where.
+    #[serde(default)]
+    pub placement: Placement,
+}
+
+/// How campaigns that are not interruptible are placed (`[planning] placement`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Placement {
+    #[default]
+    Fluid,
+    Gangs,
 }
 
 impl Default for Planning {
@@ -383,6 +399,7 @@ impl Default for Planning {
             start: None,
             horizon: default_horizon(),
             min_purchase_instances: None,
+            placement: Placement::default(),
             cost_per_purchase: default_cost_per_purchase(),
         }
     }

@@ -15,6 +15,7 @@
 //! purchase) besides their cloud's own ([`planning_rules`]).
 
 pub mod existing;
+pub mod gangs;
 pub mod limits;
 pub mod offers;
 pub mod spot;
@@ -26,6 +27,7 @@ use chrono::{DateTime, Utc};
 use gpucap_provider::{Cloud, Offer, PurchaseKind, Source, instance_types, purchase_rules, quotas};
 use rust_decimal::prelude::ToPrimitive;
 
+use crate::calendar::Campaign;
 use crate::config::Config;
 use crate::demand::DemandCurve;
 use crate::problem::{self, OfferKind, PROBLEM_SCHEMA_V2, Problem, Starts};
@@ -101,6 +103,7 @@ impl PlannerError {
 pub fn build(
     config: &Config,
     demand: &DemandCurve,
+    campaigns: &[Campaign],
     offers: &[Offer],
     existing: &[ExistingCapacity],
     now: DateTime<Utc>,
@@ -109,13 +112,14 @@ pub fn build(
         config: config.quotas.clone(),
         live: Default::default(),
     };
-    build_with(config, demand, offers, existing, now, &book)
+    build_with(config, demand, campaigns, offers, existing, now, &book)
 }
 
 /// [`build`] with the quotas of `book` (the config's and those read live).
 pub fn build_with(
     config: &Config,
     demand: &DemandCurve,
+    campaigns: &[Campaign],
     offers: &[Offer],
     existing: &[ExistingCapacity],
     now: DateTime<Utc>,
@@ -426,7 +430,7 @@ pub fn build_with(
         }
     }
 
-    let problem = Problem {
+    let mut problem = Problem {
         schema: PROBLEM_SCHEMA_V2.to_string(),
         start: doc.start,
         hours: doc.hours,
@@ -436,6 +440,10 @@ pub fn build_with(
         budget: None,
         shared_limits,
     };
+    if config.planning.placement == crate::config::Placement::Gangs {
+        warnings.extend(gangs::place(&mut problem, demand, campaigns, &infos));
+        assumptions.push("campaigns that are not interruptible and need more than one node run whole: in one place (cloud, region, instance type), on whole nodes of the pool's largest instance size, from start to end; the capacity under one may change only at a restart from a checkpoint, which is not priced".into());
+    }
     Ok(Planned {
         problem,
         offers: infos,

@@ -239,6 +239,19 @@ pub(crate) fn solve_group(
     {
         consider(&mut incumbent, chosen);
     }
+    if placed
+        && alone_plans.len() == data.len()
+        && let Some(chosen) = incumbent::purchases_of(&data, &alone_plans)
+    {
+        incumbent = with_gangs(
+            v,
+            &models,
+            &offsets,
+            &mip,
+            &chosen,
+            limits(None, share(1.0 / 4.0)),
+        );
+    }
     tracing::debug!(
         first_plan = incumbent.as_ref().map(|(_, cost)| *cost),
         "a first plan from the pools' own optima"
@@ -547,6 +560,39 @@ fn limit_names(v: &Validated, scopes: &[Scope]) -> String {
         .map(|(def, l)| format!("`{}` ({} {})", def.id, l.cap, def.unit))
         .collect();
     names.join(", ")
+}
+
+/// A first plan for a group with gangs: the joint program with every purchase fixed to the
+/// pools' own (`chosen`), solved whole. The per-segment first plans of [`incumbent`] know no
+/// placement; with the purchases fixed, what is left (hourly instances and each gang's
+/// placement) is small. `None` when those purchases leave no plan within the limits.
+fn with_gangs(
+    v: &Validated,
+    models: &[PoolModel],
+    offsets: &[usize],
+    mip: &Mip,
+    chosen: &[Vec<(usize, usize, u32)>],
+    limits: MipLimits,
+) -> Option<(Vec<PoolPlan>, f64)> {
+    let mut fixed = mip.clone();
+    for ((model, &offset), chosen) in models.iter().zip(offsets).zip(chosen) {
+        let own = model.fixed_to(chosen);
+        let columns = offset..offset + model.mip.num_cols();
+        fixed.lower[columns.clone()].copy_from_slice(&own.lower);
+        fixed.upper[columns].copy_from_slice(&own.upper);
+    }
+    let result = mip::solve(&fixed, limits);
+    if !matches!(result.status, MipStatus::Optimal | MipStatus::Feasible) {
+        return None;
+    }
+    let plans: Vec<PoolPlan> = models
+        .iter()
+        .zip(offsets)
+        .map(|(m, &offset)| m.plan(&result.values[offset..offset + m.mip.num_cols()]))
+        .collect();
+    let cost = super::plan::solution(v, &plans).expected_cost;
+    tracing::debug!(cost, "a first plan for coupled pools with gangs");
+    Some((plans, cost))
 }
 
 #[cfg(test)]
