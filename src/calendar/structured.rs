@@ -291,12 +291,11 @@ campaigns:
                 "  - name: c{i}\n    accelerator: h100\n    gpus: 8\n    start: 2027-01-04\n    duration: 1d\n"
             ));
         }
-        let started = std::time::Instant::now();
         let c = parse_yaml(&yaml, Path::new("big.yaml")).unwrap();
         assert_eq!(c.len(), 10_000);
         assert_eq!(c[9_999].source.line, Some(2 + 5 * 9_999));
-        // Locating each campaign by rescanning the text took minutes (quadratic).
-        assert!(started.elapsed().as_secs() < 30, "{:?}", started.elapsed());
+        // Locating each campaign by rescanning the text took minutes (quadratic); the plan
+        // benchmark's 10,000-campaign calendars measure the time, not this test.
     }
 
     #[test]

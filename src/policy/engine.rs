@@ -672,7 +672,8 @@ mod tests {
         sources.push(user("team/greedy.rego", &greedy()));
         let engine = PolicyEngine::from_sources(sources).expect("loads: the empty plan costs 0");
         let plan = json!({"cost": {"expected_total": 1000.0}});
-        let started = std::time::Instant::now();
+        // No assertion on the time it took: a test must pass on a loaded machine (the memory
+        // bound, not the clock, is what this checks).
         let err = engine
             .evaluate(&plan, &json!({}), now())
             .expect_err("the evaluation is stopped");
@@ -682,10 +683,6 @@ mod tests {
             shown.contains("gpucap.policies.greedy.deny")
                 && shown.contains("more than 1024 MiB of memory"),
             "{shown}"
-        );
-        assert!(
-            started.elapsed() < crate::limits::MAX_POLICY_TIME,
-            "the timer did not stop it"
         );
         // The bound is lifted afterwards: the same engine still evaluates a plan it can afford.
         let cheap = json!({"cost": {"expected_total": 0.0}});
