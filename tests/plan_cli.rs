@@ -1098,3 +1098,68 @@ fn a_generated_quarter_of_ten_thousand_campaigns_passes_through_the_built_in_gat
     let decisions: serde_json::Value = serde_json::from_slice(&eval.stdout).expect("decisions");
     assert!(decisions.is_object(), "{decisions}");
 }
+
+#[test]
+fn with_placement_gangs_each_campaign_runs_whole_on_eight_gpu_nodes_in_one_place() {
+    // The campaign-placement issue's 11:30 case: three campaigns of 512, 64 and 128 H100s in one
+    // pool in us-east-1, which sells 1-GPU p5.4xlarge and 8-GPU p5.48xlarge instances. As
+    // fluid work the plan could cover them with 1-GPU instances; as gangs (`[planning]
+    // placement = "gangs"`) each runs on 64, 8 and 16 whole p5.48xlarge nodes. The quota is
+    // generous: the hour before a block that starts at 11:30 still needs on-demand capacity
+    // (the hour grid; the issue's half-hour case is not solved yet).
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir(dir.path().join("calendars")).expect("mkdir");
+    std::fs::write(
+        dir.path().join("gpucap.toml"),
+        "[planning]\nstart = 2027-01-04\nhorizon = \"4w\"\nplacement = \"gangs\"\n\n\
+         [inputs]\ncalendars = [\"calendars/*\"]\n\n\
+         [pools.h100-east]\naccelerator = \"h100\"\nregions = [\"us-east-1\"]\n\n\
+         [[scenarios]]\nname = \"expected\"\nprobability = 1.0\n\n[prices]\noffline = true\n\n\
+         [quotas.limits]\n\"aws/us-east-1/L-417A185B\" = 40_960\n",
+    )
+    .expect("config");
+    std::fs::write(
+        dir.path().join("calendars/q1.yaml"),
+        "campaigns:\n\
+         \x20 - {name: pretrain, accelerator: h100, gpus: 512, start: 2027-01-11T11:30:00Z, duration: 14d}\n\
+         \x20 - {name: finetune, accelerator: h100, gpus: 64, start: 2027-01-12T11:30:00Z, duration: 5d}\n\
+         \x20 - {name: evals, accelerator: h100, gpus: 128, start: 2027-01-18T11:30:00Z, duration: 3d}\n",
+    )
+    .expect("calendar");
+    let (plan, problem, _) = plan_with_problem(&dir.path().join("gpucap.toml"), &[]);
+    assert_eq!(problem.schema, "gpucap.problem/v3");
+    let demand = &problem.scenarios[0].demand["h100-east"];
+    assert!(
+        demand.firm.is_empty(),
+        "no fluid work left: {:?}",
+        demand.firm
+    );
+    let nodes: BTreeMap<&str, u32> = demand
+        .gangs
+        .iter()
+        .map(|g| (g.id.as_str(), g.nodes))
+        .collect();
+    assert_eq!(
+        nodes,
+        BTreeMap::from([("evals", 16), ("finetune", 8), ("pretrain", 64)])
+    );
+    for g in &demand.gangs {
+        assert_eq!(
+            g.placements,
+            ["h100-east/aws/us-east-1/p5.48xlarge"],
+            "{}",
+            g.id
+        );
+    }
+    // Solved again by `gpucap solve` and checked independently: every gang on whole nodes of
+    // its placement in every hour of its run, no offer or purchase drawn twice.
+    let solution = solve(&problem);
+    assert_eq!(solution.gangs.len(), 3);
+    for run in &solution.scenarios[0].runs_on {
+        assert!(run.offer.contains("/p5.48xlarge/"), "{run:?}");
+    }
+    // No instance smaller than a node anywhere in the plan.
+    for a in &plan.actions {
+        assert_ne!(a.instance_type, "p5.4xlarge", "{a:?}");
+    }
+}
