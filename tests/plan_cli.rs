@@ -1162,4 +1162,27 @@ fn with_placement_gangs_each_campaign_runs_whole_on_eight_gpu_nodes_in_one_place
     for a in &plan.actions {
         assert_ne!(a.instance_type, "p5.4xlarge", "{a:?}");
     }
+    // The plan says where each campaign runs, in its JSON and on the terminal.
+    let run = plan_cmd(&dir.path().join("gpucap.toml"), &[]);
+    assert!(
+        run.stdout
+            .contains("where campaigns run (whole, in one place, start to end)")
+            && run.stdout.contains("p5.48xlarge × 64 = 512 GPUs"),
+        "{}",
+        run.stdout
+    );
+    for (name, nodes) in [("evals", 16), ("finetune", 8), ("pretrain", 64)] {
+        let c = plan.campaigns.iter().find(|c| c.name == name).expect(name);
+        let p = c.placement.as_ref().expect("placed");
+        assert_eq!(
+            (
+                p.cloud.as_str(),
+                p.region.as_str(),
+                p.instance_type.as_str()
+            ),
+            ("aws", "us-east-1", "p5.48xlarge"),
+            "{name}"
+        );
+        assert_eq!((p.gpus_per_node, p.nodes), (8, nodes), "{name}");
+    }
 }

@@ -18,9 +18,9 @@ use crate::timespec::{Horizon, month_hours, rfc3339};
 use gpucap_provider::names::slug;
 
 use super::{
-    Action, ActionKind, BaselineCost, CampaignRef, Cost, Fingerprint, KindCost, MonthCost,
-    PLAN_SCHEMA, Plan, PlanHorizon, PoolCost, PoolPlan, Quote, Risk, ScenarioCost, SolutionSummary,
-    Stranded, StrandedPool, TeamCost,
+    Action, ActionKind, BaselineCost, CampaignPlacement, CampaignRef, Cost, Fingerprint, KindCost,
+    MonthCost, PLAN_SCHEMA, Plan, PlanHorizon, PoolCost, PoolPlan, Quote, Risk, ScenarioCost,
+    SolutionSummary, Stranded, StrandedPool, TeamCost,
 };
 
 /// Everything a plan is made from.
@@ -442,7 +442,7 @@ pub fn build(inputs: PlanInputs<'_>) -> Result<Plan, BuildError> {
             .unwrap_or_default(),
         actions,
         pools,
-        campaigns: campaign_refs(demand, campaigns),
+        campaigns: campaign_refs(demand, campaigns, &placements(v, planned, solution)),
         quotes,
         assumptions: planned.assumptions.clone(),
         quotas: planned
@@ -667,7 +667,53 @@ fn risk(
 }
 
 /// Campaigns and forecasts as the gates see them.
-fn campaign_refs(demand: &DemandCurve, campaigns: &[Campaign]) -> Vec<CampaignRef> {
+/// Where each gang of the solution runs, by campaign name, from the offers of its placement.
+fn placements(
+    v: &Validated,
+    planned: &Planned,
+    solution: &Solution,
+) -> BTreeMap<String, CampaignPlacement> {
+    let problem = v.problem();
+    let mut out = BTreeMap::new();
+    for g in &solution.gangs {
+        let offer = problem
+            .offers
+            .iter()
+            .find(|o| o.placement.as_deref() == Some(g.placement.as_str()));
+        let Some((offer, info)) = offer.and_then(|o| Some((o, planned.offers.get(&o.id)?))) else {
+            continue;
+        };
+        let nodes = problem
+            .scenarios
+            .first()
+            .and_then(|s| {
+                s.demand
+                    .values()
+                    .flat_map(|d| &d.gangs)
+                    .find(|x| x.id == g.gang)
+            })
+            .map_or(0, |x| x.nodes);
+        out.insert(
+            g.gang.clone(),
+            CampaignPlacement {
+                cloud: info.cloud.to_string(),
+                region: info.region.clone(),
+                zone: None,
+                instance_type: info.instance_type.clone(),
+                gpus_per_node: offer.gpus_per_instance,
+                nodes,
+                restarts: g.restarts,
+            },
+        );
+    }
+    out
+}
+
+fn campaign_refs(
+    demand: &DemandCurve,
+    campaigns: &[Campaign],
+    placed: &BTreeMap<String, CampaignPlacement>,
+) -> Vec<CampaignRef> {
     let mut pool_of: BTreeMap<&str, (&str, bool, Option<&String>)> = BTreeMap::new();
     for s in &demand.scenarios {
         for (pool, curve) in demand.pools.iter().zip(&s.pools) {
@@ -690,6 +736,7 @@ fn campaign_refs(demand: &DemandCurve, campaigns: &[Campaign]) -> Vec<CampaignRe
                 priority: format!("{:?}", c.priority).to_lowercase(),
                 interruptible: c.interruptible,
                 pool: pool.to_string(),
+                placement: placed.get(&c.name).cloned(),
             })
         })
         .collect();
@@ -701,6 +748,7 @@ fn campaign_refs(demand: &DemandCurve, campaigns: &[Campaign]) -> Vec<CampaignRe
                 priority: "normal".into(),
                 interruptible: *flex,
                 pool: pool.to_string(),
+                placement: None,
             });
         }
     }

@@ -418,6 +418,27 @@ pub struct CampaignRef {
     pub priority: String,
     pub interruptible: bool,
     pub pool: String,
+    /// Where the campaign runs when it is placed whole (`[planning] placement = "gangs"`);
+    /// absent for fluid work, which may run on any instance in any of the pool's places.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placement: Option<CampaignPlacement>,
+}
+
+/// Where a campaign placed as a gang runs: one cloud, region and instance type, on whole nodes,
+/// from its start to its end (`docs/problem-v3.md`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CampaignPlacement {
+    pub cloud: String,
+    pub region: String,
+    /// The zone, where the plan fixes one; `null` when it is chosen when buying.
+    pub zone: Option<String>,
+    pub instance_type: String,
+    pub gpus_per_node: u32,
+    /// Nodes at once, in the plan's first scenario.
+    pub nodes: u32,
+    /// Times the capacity under it changes in the first scenario (each a restart from a
+    /// checkpoint).
+    pub restarts: u32,
 }
 
 /// A price the plan relies on, and where and when it was learnt.

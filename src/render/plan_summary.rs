@@ -35,6 +35,7 @@ pub fn summary_with_changes(plan: &Plan, changes: Option<&PlanDiff>, color: bool
         changes_since(&mut out, plan, d, style);
     }
     buy(&mut out, plan, style);
+    campaigns(&mut out, plan, style);
     quota_increases(&mut out, plan, style);
     runs(&mut out, plan, style);
     cost_by_kind(&mut out, plan, style);
@@ -293,6 +294,39 @@ fn buy(out: &mut String, plan: &Plan, style: Style) {
             text(&short_time(&a.due)),
             right(money(a.cost)),
             Cell::new(if a.irreversible { "yes" } else { "no" }),
+        ]);
+    }
+    push_table(out, &mut t);
+}
+
+/// Where the campaigns placed whole run (`[planning] placement = "gangs"`); nothing for fluid
+/// plans.
+fn campaigns(out: &mut String, plan: &Plan, style: Style) {
+    let placed: Vec<_> = plan
+        .campaigns
+        .iter()
+        .filter_map(|c| Some((c, c.placement.as_ref()?)))
+        .collect();
+    if placed.is_empty() {
+        return;
+    }
+    style.heading(
+        out,
+        "where campaigns run (whole, in one place, start to end)",
+    );
+    let mut t = table(&["campaign", "pool", "where", "on", "restarts"]);
+    for (c, p) in placed {
+        t.add_row(vec![
+            text(&c.name),
+            text(&c.pool),
+            text(&format!("{} {}", p.cloud, p.region)),
+            text(&format!(
+                "{} × {} = {} GPUs",
+                p.instance_type,
+                p.nodes,
+                u64::from(p.nodes) * u64::from(p.gpus_per_node)
+            )),
+            right(p.restarts),
         ]);
     }
     push_table(out, &mut t);
