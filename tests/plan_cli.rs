@@ -1171,6 +1171,16 @@ fn with_placement_gangs_each_campaign_runs_whole_on_eight_gpu_nodes_in_one_place
         "{}",
         run.stdout
     );
+    let md = plan_cmd(&dir.path().join("gpucap.toml"), &["--format", "markdown"]);
+    assert!(
+        md.stdout
+            .contains("Where campaigns run (whole, in one place, start to end)")
+            && md
+                .stdout
+                .contains("| pretrain | h100-east | aws us-east-1 | p5.48xlarge × 64 = 512 GPUs |"),
+        "{}",
+        md.stdout
+    );
     for (name, nodes) in [("evals", 16), ("finetune", 8), ("pretrain", 64)] {
         let c = plan.campaigns.iter().find(|c| c.name == name).expect(name);
         let p = c.placement.as_ref().expect("placed");

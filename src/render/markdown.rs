@@ -40,6 +40,7 @@ pub fn markdown_with_changes(plan: &Plan, changes: Option<&PlanDiff>) -> String 
     }
     gates(&mut md, plan);
     buy(&mut md, plan);
+    campaigns(&mut md, plan);
     quota_increases(&mut md, plan);
     cost(&mut md, plan);
     baselines(&mut md, plan);
@@ -431,6 +432,45 @@ fn gates(md: &mut String, plan: &Plan) {
     add("**deny**", &g.deny);
     add("**approval**", &g.approval);
     add("warn", &g.warn);
+    t.write(md);
+}
+
+/// Where the campaigns placed whole run (`[planning] placement = "gangs"`); nothing for fluid
+/// plans.
+fn campaigns(md: &mut String, plan: &Plan) {
+    let placed: Vec<_> = plan
+        .campaigns
+        .iter()
+        .filter_map(|c| Some((c, c.placement.as_ref()?)))
+        .collect();
+    if placed.is_empty() {
+        return;
+    }
+    heading(
+        md,
+        "Where campaigns run (whole, in one place, start to end)",
+    );
+    let mut t = MdTable::new(&[
+        ("Campaign", L),
+        ("Pool", L),
+        ("Where", L),
+        ("On", L),
+        ("Restarts", R),
+    ]);
+    for (c, p) in placed {
+        t.row(vec![
+            text(&c.name),
+            text(&c.pool),
+            text(&format!("{} {}", p.cloud, p.region)),
+            text(&format!(
+                "{} × {} = {} GPUs",
+                p.instance_type,
+                p.nodes,
+                u64::from(p.nodes) * u64::from(p.gpus_per_node)
+            )),
+            p.restarts.to_string(),
+        ]);
+    }
     t.write(md);
 }
 
