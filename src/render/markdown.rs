@@ -438,11 +438,7 @@ fn gates(md: &mut String, plan: &Plan) {
 /// Where the campaigns placed whole run (`[planning] placement = "gangs"`); nothing for fluid
 /// plans.
 fn campaigns(md: &mut String, plan: &Plan) {
-    let placed: Vec<_> = plan
-        .campaigns
-        .iter()
-        .filter_map(|c| Some((c, c.placement.as_ref()?)))
-        .collect();
+    let placed = plan_view::placed_campaigns(plan);
     if placed.is_empty() {
         return;
     }
@@ -461,13 +457,8 @@ fn campaigns(md: &mut String, plan: &Plan) {
         t.row(vec![
             text(&c.name),
             text(&c.pool),
-            text(&format!("{} {}", p.cloud, p.region)),
-            text(&format!(
-                "{} × {} = {} GPUs",
-                p.instance_type,
-                p.nodes,
-                u64::from(p.nodes) * u64::from(p.gpus_per_node)
-            )),
+            text(&plan_view::placement_place(p)),
+            text(&plan_view::placement_size(p)),
             p.restarts.to_string(),
         ]);
     }

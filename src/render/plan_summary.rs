@@ -302,11 +302,7 @@ fn buy(out: &mut String, plan: &Plan, style: Style) {
 /// Where the campaigns placed whole run (`[planning] placement = "gangs"`); nothing for fluid
 /// plans.
 fn campaigns(out: &mut String, plan: &Plan, style: Style) {
-    let placed: Vec<_> = plan
-        .campaigns
-        .iter()
-        .filter_map(|c| Some((c, c.placement.as_ref()?)))
-        .collect();
+    let placed = plan_view::placed_campaigns(plan);
     if placed.is_empty() {
         return;
     }
@@ -319,13 +315,8 @@ fn campaigns(out: &mut String, plan: &Plan, style: Style) {
         t.add_row(vec![
             text(&c.name),
             text(&c.pool),
-            text(&format!("{} {}", p.cloud, p.region)),
-            text(&format!(
-                "{} × {} = {} GPUs",
-                p.instance_type,
-                p.nodes,
-                u64::from(p.nodes) * u64::from(p.gpus_per_node)
-            )),
+            text(&plan_view::placement_place(p)),
+            text(&plan_view::placement_size(p)),
             right(p.restarts),
         ]);
     }

@@ -8,7 +8,10 @@
 use chrono::{DateTime, Utc};
 
 use super::terminal::thousands;
-use crate::plan::{Action, ActionKind, BaselineCost, KindCost, Plan, SolutionSummary};
+use crate::plan::{
+    Action, ActionKind, BaselineCost, CampaignPlacement, CampaignRef, KindCost, Plan,
+    SolutionSummary,
+};
 use crate::policy::Decisions;
 use crate::timespec::month_hours;
 
@@ -159,12 +162,7 @@ pub fn place(a: &Action) -> String {
 /// `p5.48xlarge × 8 = 64 GPUs`; a purchase bought in pieces adds them:
 /// `p5.48xlarge × 71 = 568 GPUs in 2 purchases (64 + 7)`.
 pub fn size(a: &Action) -> String {
-    let mut out = format!(
-        "{} × {} = {} GPUs",
-        a.instance_type,
-        thousands(a.instances.into()),
-        thousands(a.gpus.into())
-    );
+    let mut out = nodes(&a.instance_type, a.instances.into(), a.gpus.into());
     if a.pieces.len() > 1 {
         let pieces: Vec<String> = a.pieces.iter().map(u32::to_string).collect();
         out.push_str(&format!(
@@ -200,6 +198,37 @@ pub fn window(a: &Action) -> String {
     } else {
         format!("{} → {}", short_time(&a.start), short_time(&a.end))
     }
+}
+
+/// `p5.48xlarge × 8 = 64 GPUs`.
+fn nodes(instance_type: &str, instances: u64, gpus: u64) -> String {
+    format!(
+        "{instance_type} × {} = {} GPUs",
+        thousands(instances),
+        thousands(gpus)
+    )
+}
+
+/// The campaigns placed whole (`[planning] placement = "gangs"`), with where they run.
+pub fn placed_campaigns(plan: &Plan) -> Vec<(&CampaignRef, &CampaignPlacement)> {
+    plan.campaigns
+        .iter()
+        .filter_map(|c| Some((c, c.placement.as_ref()?)))
+        .collect()
+}
+
+/// Where a placed campaign runs: `aws us-east-1`, or the zone where the plan fixes one.
+pub fn placement_place(p: &CampaignPlacement) -> String {
+    match &p.zone {
+        Some(zone) => format!("{} {zone}", p.cloud),
+        None => format!("{} {}", p.cloud, p.region),
+    }
+}
+
+/// What a placed campaign runs on: `p5.48xlarge × 64 = 512 GPUs`.
+pub fn placement_size(p: &CampaignPlacement) -> String {
+    let gpus = u64::from(p.nodes) * u64::from(p.gpus_per_node);
+    nodes(&p.instance_type, p.nodes.into(), gpus)
 }
 
 /// `1 instance (8 GPUs)`, `4 instances (32 GPUs)`.
