@@ -39,14 +39,11 @@ pub fn place(
 ) -> Vec<String> {
     let mut warnings = Vec::new();
     // Per pool: its node size and its placements that can carry a gang.
-    let mut node: BTreeMap<&str, u32> = BTreeMap::new();
-    for o in &problem.offers {
-        if o.kind != OfferKind::Spot {
-            let size = node.entry(o.pool.as_str()).or_insert(0);
-            *size = (*size).max(o.gpus_per_instance);
-        }
+    let mut node: BTreeMap<String, u32> = BTreeMap::new();
+    for o in problem.offers.iter().filter(|o| o.kind != OfferKind::Spot) {
+        let size = node.entry(o.pool.clone()).or_insert(0);
+        *size = (*size).max(o.gpus_per_instance);
     }
-    let node: BTreeMap<String, u32> = node.into_iter().map(|(p, n)| (p.to_string(), n)).collect();
     let mut placements: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for o in &mut problem.offers {
         let Some(info) = infos.get(&o.id) else {
