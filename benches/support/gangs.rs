@@ -10,31 +10,12 @@
 use std::collections::BTreeMap;
 
 use gpucap_solver::problem::{
-    Gang, Offer, OfferKind, PROBLEM_SCHEMA_V3, PoolDemand, Problem, Scenario, Segment, SharedLimit,
+    Gang, OfferKind, PROBLEM_SCHEMA_V3, PoolDemand, Problem, Scenario, Segment, SharedLimit,
     StartRange, Starts,
 };
 
 // The includer also includes `generate.rs` as `generate`, for its seeded generator.
-use super::generate::Rng;
-
-fn offer(id: String, pool: &str, kind: OfferKind, gpus: u32, price: f64) -> Offer {
-    Offer {
-        id,
-        pool: pool.to_string(),
-        kind,
-        gpus_per_instance: gpus,
-        price_per_instance_hour: price,
-        overhead: None,
-        upfront_per_instance: None,
-        term_hours: None,
-        starts: None,
-        max_instances: None,
-        min_purchase_instances: None,
-        max_purchase_instances: None,
-        cost_per_purchase: None,
-        placement: None,
-    }
-}
+use super::generate::{Rng, offer};
 
 /// The problem of `seed`.
 pub fn problem(seed: u64) -> Problem {

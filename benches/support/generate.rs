@@ -246,22 +246,7 @@ fn offers(shape: &Shape, pool: usize, count: usize, rng: &mut Rng) -> Vec<Offer>
             let region = i / TEMPLATES.len();
             // Other regions are a few percent dearer.
             let markup = 1.0 + 0.04 * region as f64 + 0.02 * rng.unit();
-            let base = Offer {
-                id: String::new(),
-                pool: prices.name.to_string(),
-                kind: OfferKind::OnDemand,
-                gpus_per_instance: 8,
-                price_per_instance_hour: 0.0,
-                overhead: None,
-                upfront_per_instance: None,
-                term_hours: None,
-                starts: None,
-                max_instances: None,
-                min_purchase_instances: None,
-                max_purchase_instances: None,
-                cost_per_purchase: None,
-                placement: None,
-            };
+            let base = offer(String::new(), prices.name, OfferKind::OnDemand, 8, 0.0);
             let id = |what: String| format!("{}/r{region}/{what}", prices.name);
             match template {
                 Template::OnDemand { cloud, gpus, quota } => Offer {
@@ -434,6 +419,26 @@ fn scenario_demand(
         );
     }
     demand
+}
+
+/// An offer with only what every offer has; the rest left to its defaults.
+pub fn offer(id: String, pool: &str, kind: OfferKind, gpus: u32, price: f64) -> Offer {
+    Offer {
+        id,
+        pool: pool.to_string(),
+        kind,
+        gpus_per_instance: gpus,
+        price_per_instance_hour: price,
+        overhead: None,
+        upfront_per_instance: None,
+        term_hours: None,
+        starts: None,
+        max_instances: None,
+        min_purchase_instances: None,
+        max_purchase_instances: None,
+        cost_per_purchase: None,
+        placement: None,
+    }
 }
 
 /// The problem of `shape`.
