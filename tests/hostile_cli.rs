@@ -2,6 +2,9 @@
 //! naming the file and field (status 2 for bad input), never a panic, a hang or a gate that
 //! passes a plan on a number that is not one.
 
+#[path = "support/canned_http.rs"]
+mod canned_http;
+
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
@@ -777,29 +780,7 @@ fn at_the_time_limit_the_best_plan_comes_back_with_its_gap_and_progress_shows_at
 /// long as the test runs: the clouds' clients resolve their credentials, sign and send, and
 /// fail at once.
 fn forbidding_server() -> String {
-    use std::io::{Read as _, Write as _};
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    let url = format!("http://{}", listener.local_addr().expect("addr"));
-    std::thread::spawn(move || {
-        for socket in listener.incoming() {
-            let Ok(mut socket) = socket else { return };
-            let mut head = Vec::new();
-            let mut buf = [0u8; 4096];
-            while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-                match socket.read(&mut buf) {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => head.extend_from_slice(&buf[..n]),
-                }
-            }
-            let body = "{}";
-            let reply = format!(
-                "HTTP/1.1 403 Forbidden\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                body.len()
-            );
-            let _ = socket.write_all(reply.as_bytes());
-        }
-    });
-    url
+    canned_http::always(403, "Forbidden", "{}")
 }
 
 /// A marker value for every credential variable gpucap or the clouds' SDKs read

@@ -2,40 +2,15 @@
 //! API (127.0.0.1 only): live offers are printed and cached, and a second run without the
 //! server is served from the cache.
 
-use std::io::{Read, Write};
-use std::net::TcpListener;
+#[path = "support/canned_http.rs"]
+mod canned_http;
 
 use assert_cmd::Command;
 use serde_json::Value;
 
 /// Answers `responses.len()` requests, one response each, then stops listening.
 fn serve(responses: Vec<(u16, String)>) -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-    let base = format!(
-        "http://{}/api/retail/prices",
-        listener.local_addr().expect("addr")
-    );
-    std::thread::spawn(move || {
-        for (status, body) in responses {
-            let Ok((mut socket, _)) = listener.accept() else {
-                return;
-            };
-            let mut head = Vec::new();
-            let mut buf = [0u8; 4096];
-            while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-                match socket.read(&mut buf) {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => head.extend_from_slice(&buf[..n]),
-                }
-            }
-            let reply = format!(
-                "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                body.len()
-            );
-            let _ = socket.write_all(reply.as_bytes());
-        }
-    });
-    base
+    canned_http::in_turn(responses, "X") + "/api/retail/prices"
 }
 
 const PAGE: &str = r#"{"BillingCurrency":"USD","Items":[

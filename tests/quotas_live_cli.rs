@@ -13,6 +13,8 @@
 
 #[path = "support/azure_peer.rs"]
 mod azure_peer;
+#[path = "support/canned_http.rs"]
+mod canned_http;
 #[path = "support/ec2_peer.rs"]
 mod ec2_peer;
 #[cfg(feature = "gcp")]
@@ -22,8 +24,6 @@ mod gce_peer;
 #[path = "support/python.rs"]
 mod python;
 
-use std::io::{Read, Write};
-use std::net::TcpListener;
 use std::path::Path;
 
 use assert_cmd::Command;
@@ -44,30 +44,7 @@ const PAGE: &str = r#"{"BillingCurrency":"USD","Items":[
 
 /// Answers every request with [`PAGE`], for as long as the test runs.
 fn retail_prices() -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-    let base = format!(
-        "http://{}/api/retail/prices",
-        listener.local_addr().expect("addr")
-    );
-    std::thread::spawn(move || {
-        for socket in listener.incoming() {
-            let Ok(mut socket) = socket else { return };
-            let mut head = Vec::new();
-            let mut buf = [0u8; 4096];
-            while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-                match socket.read(&mut buf) {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => head.extend_from_slice(&buf[..n]),
-                }
-            }
-            let reply = format!(
-                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{PAGE}",
-                PAGE.len()
-            );
-            let _ = socket.write_all(reply.as_bytes());
-        }
-    });
-    base
+    canned_http::always(200, "OK", PAGE) + "/api/retail/prices"
 }
 
 /// A project whose one pool needs 32 H100s in eastus for two weeks: with the default 10 %
