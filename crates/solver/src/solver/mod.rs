@@ -317,10 +317,6 @@ fn solve_pool(
         ..scope.clone()
     };
     let data = PoolData::new(v, scope);
-    let data = PoolData {
-        explicit: data.has_gangs(),
-        ..data
-    };
     let over = diagnose::over_capacity(&data);
     if !over.is_empty() {
         return PoolOutcome::Short(diagnose::message(v, &data, &over, true));

@@ -39,7 +39,7 @@ use crate::problem::{OfferKind, Segment};
 
 use super::diagnose::Missing;
 use super::mip::Mip;
-use super::pool::{PoolData, gcd};
+use super::pool::{GangNeed, PoolData, gcd};
 use super::recourse::Recourse;
 
 /// A plan for one pool: purchases `(offer, start, instances)` and, per scenario, per offer,
@@ -122,6 +122,13 @@ impl<'a> PoolModel<'a> {
             gang_cols: Vec::new(),
         };
         let explicit = data.explicit && mode == Mode::Cost;
+        // v3: gangs choose their placements in the cost model; where the hourly offers have
+        // least-cost curves, each segment's gangs get their own rows ([`Self::add_gang_rows`]).
+        let gangs = mode == Mode::Cost && data.has_gangs();
+        if gangs {
+            model.add_gang_choices();
+        }
+        let split = gangs && !explicit;
         let step = data.terms.iter().map(|t| t.gpus / unit).fold(0, gcd).max(1) as u64;
         let mut curves = Curves::default();
         for (j, term) in term_expr.iter().enumerate() {
@@ -133,30 +140,47 @@ impl<'a> PoolModel<'a> {
             if term.is_empty() && explicit {
                 for k in 0..data.scenarios() {
                     if data.total[k][j] > 0 {
-                        model.add_instances(k, j, data.probability[k] * len, None);
+                        let units = data.units(k, j);
+                        model.add_instances(k, j, units, data.probability[k] * len, None);
                     }
                 }
                 continue;
             }
+            // Scenarios whose gangs get rows of their own here: the curves are of the rest.
+            let placed: Vec<bool> = (0..data.scenarios())
+                .map(|k| split && data.gangs_in(k, j).next().is_some())
+                .collect();
+            let units = |k: usize| {
+                if placed[k] {
+                    data.fluid_units(k, j)
+                } else {
+                    data.units(k, j)
+                }
+            };
             if term.is_empty() {
                 // No term can be active here: the hourly cost is a constant (the capacity
                 // check has made sure the hourly offers can cover it).
                 for k in 0..data.scenarios() {
-                    let (f, d) = data.units(k, j);
+                    let (f, d) = units(k);
                     model.constant +=
                         data.probability[k] * len * model.recourse[k].cost(f, d).unwrap_or(0.0);
+                    if placed[k] {
+                        model.add_gang_rows(k, j, data.probability[k] * len, None);
+                    }
                 }
                 continue;
             }
             let scenario_curves: Vec<Option<Rc<Curve>>> = (0..data.scenarios())
                 .map(|k| {
-                    let (f, d) = data.units(k, j);
+                    let (f, d) = units(k);
                     (d > 0).then(|| curves.get(k, f, d, || curve(&model.recourse[k], f, d, step)))
                 })
                 .collect();
             let needed = scenario_curves
                 .iter()
-                .flatten()
+                .zip(&placed)
+                .filter(|(_, placed)| !**placed)
+                .filter_map(|(c, _)| c.as_ref())
                 .map(|c| c.first as u64 * step)
                 .max()
                 .unwrap_or(0);
@@ -177,10 +201,31 @@ impl<'a> PoolModel<'a> {
                 continue;
             }
             let weights: Vec<f64> = data.probability.iter().map(|p| p * len).collect();
+            let mut scenario_curves = scenario_curves;
+            for k in 0..data.scenarios() {
+                if !placed[k] {
+                    continue;
+                }
+                // The term units left to the rest once the gangs hold theirs.
+                let needed = scenario_curves[k]
+                    .as_ref()
+                    .map_or(0, |c| c.first as u64 * step);
+                let rest = model
+                    .add_gang_rows(k, j, weights[k], Some((t, needed)))
+                    .unwrap_or(t);
+                if let Some(curve) = scenario_curves[k].take() {
+                    if curve.convex {
+                        model.add_curve(&curve, step, weights[k], rest);
+                    } else {
+                        let (f, d) = units(k);
+                        model.add_instances(k, j, (f, d), weights[k], Some(rest));
+                    }
+                }
+            }
             if explicit {
                 for (k, curve) in scenario_curves.iter().enumerate() {
                     if curve.is_some() {
-                        model.add_instances(k, j, weights[k], Some(t));
+                        model.add_instances(k, j, data.units(k, j), weights[k], Some(t));
                     }
                 }
                 continue;
@@ -196,24 +241,20 @@ impl<'a> PoolModel<'a> {
                 if curve.convex {
                     model.add_curve(curve, step, weights[k], t);
                 } else {
-                    model.add_instances(k, j, weights[k], Some(t));
+                    model.add_instances(k, j, data.units(k, j), weights[k], Some(t));
                 }
             }
         }
-        if mode == Mode::Cost && data.has_gangs() {
+        if gangs && explicit {
             model.add_gangs();
         }
         model
     }
 
-    /// v3: each gang in exactly one of its placements (a binary per placement), and in every
-    /// scenario-segment the on-demand instances and held term instances of each placement
-    /// at least the nodes of the gangs placed there. The pool's coverage rows already count
-    /// the gangs' GPUs, so what the placements do not hold for gangs covers the rest.
-    fn add_gangs(&mut self) {
-        let data = self.data;
-        let mut gang_cols = Vec::with_capacity(data.gangs.len());
-        for gang in &data.gangs {
+    /// v3: each gang in exactly one of its placements: a binary per placement.
+    fn add_gang_choices(&mut self) {
+        let mut gang_cols = Vec::with_capacity(self.data.gangs.len());
+        for gang in &self.data.gangs {
             let cols: Vec<(usize, usize)> = gang
                 .placements
                 .iter()
@@ -223,6 +264,84 @@ impl<'a> PoolModel<'a> {
                 .add_row(1.0, 1.0, cols.iter().map(|&(_, c)| (c, 1.0)));
             gang_cols.push(cols);
         }
+        self.gang_cols = gang_cols;
+    }
+
+    /// v3, where the hourly offers have least-cost curves: scenario k's gangs in segment j
+    /// (`weight` = probability × hours). For each placement, whole on-demand instances `z`
+    /// (integer, at the offer's price) and held term instances `w` of that placement (no more
+    /// than its purchases hold) carry at least the nodes of the gangs placed there. With term
+    /// units `t` active (`Some((t, needed))`), returns the column of the term units left to the
+    /// rest of the work, `t` less the gangs' `w` (at least `needed`), which the curve of the
+    /// rest then prices. What the gangs leave of a term is worth more to them than to the
+    /// rest: the rest could always run on the gang's own on-demand offer, which has no limit
+    /// here (`PoolData::explicit`). `None` without `t`.
+    fn add_gang_rows(
+        &mut self,
+        k: usize,
+        j: usize,
+        weight: f64,
+        term: Option<(usize, u64)>,
+    ) -> Option<usize> {
+        let data = self.data;
+        let start = data.timeline.start(j);
+        let here: Vec<GangNeed> = data.gangs_in(k, j).copied().collect();
+        let mut held: Vec<(usize, f64)> = Vec::new();
+        for (q, offers) in &data.placements {
+            let mut node = 0;
+            let mut entries: Vec<(usize, f64)> = here
+                .iter()
+                .filter_map(|n| {
+                    let col = self.gang_cols[n.gang].iter().find(|(p, _)| p == q)?.1;
+                    node = data.gangs[n.gang].node;
+                    Some((col, -f64::from(n.nodes)))
+                })
+                .collect();
+            if entries.is_empty() {
+                continue;
+            }
+            for h in data.hourly[k]
+                .iter()
+                .filter(|h| h.kind == OfferKind::OnDemand && offers.contains(&h.offer))
+            {
+                let z = self.mip.add_col(weight * h.price, 0.0, f64::INFINITY, true);
+                entries.push((z, 1.0));
+            }
+            let active: Vec<(usize, f64)> = if term.is_some() {
+                offers
+                    .iter()
+                    .filter_map(|&o| self.active_column(o, start))
+                    .map(|a| (a, -1.0))
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            if !active.is_empty() {
+                let w = self.mip.add_col(0.0, 0.0, f64::INFINITY, false);
+                held.push((w, f64::from(node / data.unit)));
+                self.mip.add_row(
+                    f64::NEG_INFINITY,
+                    0.0,
+                    active.into_iter().chain(std::iter::once((w, 1.0))),
+                );
+                entries.push((w, 1.0));
+            }
+            self.mip.add_row(0.0, f64::INFINITY, entries);
+        }
+        let (t, needed) = term?;
+        let rest = self.mip.add_col(0.0, needed as f64, f64::INFINITY, false);
+        let entries = [(rest, 1.0), (t, -1.0)].into_iter().chain(held);
+        self.mip.add_row(f64::NEG_INFINITY, 0.0, entries);
+        Some(rest)
+    }
+
+    /// v3, where hourly usage is modelled instance by instance: in every scenario-segment the
+    /// on-demand instances and held term instances of each placement at least the nodes of
+    /// the gangs placed there. The pool's coverage rows already count the gangs' GPUs, so what
+    /// the placements do not hold for gangs covers the rest.
+    fn add_gangs(&mut self) {
+        let data = self.data;
+        let gang_cols = std::mem::take(&mut self.gang_cols);
         for k in 0..data.scenarios() {
             for j in 0..data.timeline.segments() {
                 let (start, end) = (data.timeline.start(j), data.timeline.end(j));
@@ -259,8 +378,23 @@ impl<'a> PoolModel<'a> {
         self.gang_cols = gang_cols;
     }
 
+    /// v3: `mip` (this model's, or a copy of it) with each gang held to its placement in
+    /// `placements` (as [`PoolPlan::placements`]).
+    pub fn hold_placements(&self, mip: &mut Mip, placements: &[(usize, usize)]) {
+        for (cols, gang) in self.gang_cols.iter().zip(&self.data.gangs) {
+            let Some(&(_, chosen)) = placements.iter().find(|(g, _)| *g == gang.gang) else {
+                continue;
+            };
+            for &(q, c) in cols {
+                let on = if q == chosen { 1.0 } else { 0.0 };
+                mip.lower[c] = on;
+                mip.upper[c] = on;
+            }
+        }
+    }
+
     /// v3: the placement each gang's binaries choose in `values`.
-    fn placements(&self, values: &[f64]) -> Vec<(usize, usize)> {
+    pub fn placements(&self, values: &[f64]) -> Vec<(usize, usize)> {
         self.gang_cols
             .iter()
             .zip(&self.data.gangs)
@@ -297,12 +431,19 @@ impl<'a> PoolModel<'a> {
         self.mip.add_row(f64::NEG_INFINITY, 0.0, entries);
     }
 
-    /// Integer on-demand and spot instances for scenario k in segment j, with coverage rows.
-    fn add_instances(&mut self, k: usize, j: usize, weight: f64, term: Option<usize>) {
+    /// Integer on-demand and spot instances for scenario k in segment j covering `(f, d)`
+    /// firm and all units with the term units `term`, with coverage rows.
+    fn add_instances(
+        &mut self,
+        k: usize,
+        j: usize,
+        (f, d): (u64, u64),
+        weight: f64,
+        term: Option<usize>,
+    ) {
         self.integer_segments += 1;
         let data = self.data;
         let unit = data.unit;
-        let (f, d) = data.units(k, j);
         let offers = &data.hourly[k];
         let cols: Vec<(OfferKind, usize, f64)> = offers
             .iter()
@@ -358,6 +499,8 @@ impl<'a> PoolModel<'a> {
             .map(|&(t, s, n)| (data.terms[t].offer, data.terms[t].starts[s].start, n))
             .collect();
         let segments = data.timeline.segments();
+        let placements = self.placements(values);
+        let held = held_instances(data, &chosen);
         let mut usage = Vec::with_capacity(data.scenarios());
         for k in 0..data.scenarios() {
             let offers = &data.hourly[k];
@@ -373,6 +516,17 @@ impl<'a> PoolModel<'a> {
                     // Coupled to other offers by a shared limit: the instances chosen.
                     for (h, &(_, c)) in cols.iter().enumerate() {
                         counts[h][j] = values[c].round().max(0.0) as u32;
+                    }
+                    continue;
+                }
+                if !placements.is_empty() && data.gangs_in(k, j).next().is_some() {
+                    // The gangs first, on their placements' terms and then on demand; the
+                    // rest on the terms they leave and the least-cost mix.
+                    let (left, gang_counts) = gang_split(data, k, j, &placements, &held, term[j]);
+                    let (f, d) = data.fluid_units(k, j);
+                    let mix = self.recourse[k].mix(f.saturating_sub(left), d.saturating_sub(left));
+                    for (h, n) in mix.unwrap_or_default().into_iter().enumerate() {
+                        counts[h][j] = n + gang_counts[h];
                     }
                     continue;
                 }
@@ -393,7 +547,7 @@ impl<'a> PoolModel<'a> {
         PoolPlan {
             purchases,
             usage,
-            placements: self.placements(values),
+            placements,
         }
     }
 
@@ -741,6 +895,74 @@ fn active_counts(
         active.push((points, a_cols));
     }
     (per_segment, active)
+}
+
+/// `[t][j]`: the instances of `data.terms[t]` that `chosen` purchases hold in segment j.
+fn held_instances(data: &PoolData, chosen: &[(usize, usize, u32)]) -> Vec<Vec<u64>> {
+    (0..data.terms.len())
+        .map(|t| {
+            data.timeline
+                .sum(chosen.iter().filter(|c| c.0 == t).map(|&(_, s, n)| {
+                    let start = &data.terms[t].starts[s];
+                    (start.start, start.end, u64::from(n))
+                }))
+        })
+        .collect()
+}
+
+/// v3, where the hourly offers have least-cost curves: scenario k's gangs in segment j on
+/// their `placements` (`(gang, placement)` as `PoolPlan::placements`), each on its placement's
+/// held term instances (`held`, from [`held_instances`]) first and then on its cheapest
+/// on-demand offer. Returns the term units of the `term` active left to the rest of the work,
+/// and the instances of each hourly offer of scenario k the gangs run on. Terms go to the
+/// gangs first: the rest could run on the same on-demand offer, so it never saves more by
+/// them (the doc of `PoolModel::add_gang_rows`).
+fn gang_split(
+    data: &PoolData,
+    k: usize,
+    j: usize,
+    placements: &[(usize, usize)],
+    held: &[Vec<u64>],
+    term: u64,
+) -> (u64, Vec<u32>) {
+    let mut counts = vec![0u32; data.hourly[k].len()];
+    let mut used = 0u64;
+    for (q, offers) in &data.placements {
+        let mut node = 0;
+        let need: u64 = data
+            .gangs_in(k, j)
+            .filter(|n| {
+                placements
+                    .iter()
+                    .any(|&(g, p)| g == data.gangs[n.gang].gang && p == *q)
+            })
+            .map(|n| {
+                node = data.gangs[n.gang].node;
+                u64::from(n.nodes)
+            })
+            .sum();
+        if need == 0 {
+            continue;
+        }
+        let on_terms: u64 = data
+            .terms
+            .iter()
+            .zip(held)
+            .filter(|(t, _)| offers.contains(&t.offer))
+            .map(|(_, h)| h[j])
+            .sum::<u64>()
+            .min(need);
+        used += on_terms * u64::from(node / data.unit);
+        let cheapest = data.hourly[k]
+            .iter()
+            .enumerate()
+            .filter(|(_, h)| h.kind == OfferKind::OnDemand && offers.contains(&h.offer))
+            .min_by(|a, b| a.1.price.total_cmp(&b.1.price));
+        if let Some((h, _)) = cheapest {
+            counts[h] += u32::try_from(need - on_terms).unwrap_or(u32::MAX);
+        }
+    }
+    (term.saturating_sub(used), counts)
 }
 
 /// Term units active in each pool segment for `chosen` purchases (as from `PoolModel::chosen`).

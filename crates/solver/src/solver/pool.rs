@@ -105,6 +105,8 @@ pub(crate) struct HourlyOffer {
 pub(crate) struct PoolGang {
     pub gang: usize,
     pub placements: Vec<usize>,
+    /// GPUs per node (the same in every placement of the gang).
+    pub node: u32,
 }
 
 /// v3: a gang of the pool in one scenario: `nodes` instances in every hour `from <= t < to`.
@@ -133,9 +135,9 @@ pub(crate) struct PoolData {
     pub probability: Vec<f64>,
     /// Hours where some scenario's demand changes.
     pub demand_cuts: Vec<u32>,
-    /// Some on-demand or spot offer of the pool is in a v2 shared limit, or the pool has
-    /// gangs, so hourly usage must be modelled instance by instance (the limit couples it to
-    /// other offers; a gang needs it in one placement).
+    /// Some on-demand or spot offer of the pool is in a v2 shared limit, or an on-demand offer
+    /// a gang may run on has a limit, so hourly usage must be modelled instance by instance
+    /// (the limit couples it to other offers, or to the gangs' instances).
     pub explicit: bool,
     /// v3: the pool's gangs, and per scenario where and how large each one runs. Their GPUs are
     /// in `firm` and `total` too.
@@ -169,10 +171,7 @@ impl PoolData {
             .map(|needs| {
                 needs
                     .iter()
-                    .map(|n| {
-                        let node = v.gangs().placements[gangs[n.gang].placements[0]].gpus_per_node;
-                        Segment(n.from, n.to, n.nodes.saturating_mul(node))
-                    })
+                    .map(|n| Segment(n.from, n.to, n.nodes.saturating_mul(gangs[n.gang].node)))
                     .collect()
             })
             .collect();
@@ -226,7 +225,17 @@ impl PoolData {
             .chain(terms.iter().map(|t| t.gpus));
         let unit = sizes.fold(0, gcd).max(1);
         let probability = problem.scenarios.iter().map(|s| s.probability).collect();
-        let explicit = !gangs.is_empty()
+        // A gang's on-demand instances come from its placement's offers, which the least-cost
+        // curve of the other work assumes it has whole: exact only while those offers have no
+        // limit of their own.
+        let gang_offer_limited = hourly.iter().flatten().any(|h| {
+            h.kind == OfferKind::OnDemand
+                && h.limit.is_some()
+                && placements
+                    .iter()
+                    .any(|(_, offers): &(usize, Vec<usize>)| offers.contains(&h.offer))
+        });
+        let explicit = gang_offer_limited
             || (scope.with_limits && hourly.iter().flatten().any(|h| v.is_shared(h.offer)));
         let data = PoolData {
             pool: p,
@@ -275,6 +284,27 @@ impl PoolData {
 
     pub fn scenarios(&self) -> usize {
         self.firm.len()
+    }
+
+    /// v3: the gangs of scenario k running in every hour of segment j (segments are cut where
+    /// a gang starts or ends).
+    pub fn gangs_in(&self, k: usize, j: usize) -> impl Iterator<Item = &GangNeed> {
+        let (start, end) = (self.timeline.start(j), self.timeline.end(j));
+        self.gang_needs[k]
+            .iter()
+            .filter(move |n| n.from <= start && end <= n.to)
+    }
+
+    /// Firm and all demand of scenario k in segment j without its gangs' GPUs, in whole units:
+    /// the work any instance of the pool may serve.
+    pub fn fluid_units(&self, k: usize, j: usize) -> (u64, u64) {
+        let unit = u64::from(self.unit);
+        let gangs: u64 = self
+            .gangs_in(k, j)
+            .map(|n| u64::from(n.nodes) * u64::from(self.gangs[n.gang].node) / unit)
+            .sum();
+        let (f, d) = self.units(k, j);
+        (f.saturating_sub(gangs), d.saturating_sub(gangs))
     }
 
     /// Firm and all demand of scenario k in segment j, in whole units (rounded up).
@@ -467,9 +497,13 @@ fn pool_gangs(
                 .iter()
                 .map(|d| {
                     let gang = *local.entry(d.gang).or_insert_with(|| {
+                        let placements = all.gangs[d.gang].placements.clone();
                         gangs.push(PoolGang {
                             gang: d.gang,
-                            placements: all.gangs[d.gang].placements.clone(),
+                            node: placements
+                                .first()
+                                .map_or(1, |&q| all.placements[q].gpus_per_node),
+                            placements,
                         });
                         gangs.len() - 1
                     });
