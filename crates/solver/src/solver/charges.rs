@@ -42,8 +42,18 @@ pub(crate) fn node_limit(columns: usize) -> u32 {
 /// jointly when its parts have plans of their own (`super::coupled`).
 pub(crate) const FEW_NODES: u32 = 10;
 
-/// A feasible point of `model` (values for its columns) to start branch and bound from, and
-/// its cost. `None` without pieces, or when no point was found.
+/// What slope scaling found: a feasible point of the model with pieces (values for its
+/// columns), its cost, and a proven lower bound on that model's optimum (the first round's:
+/// the same plan without the costs per purchase can only cost less).
+#[derive(Debug, Clone)]
+pub(crate) struct FirstPlan {
+    pub values: Vec<f64>,
+    pub cost: f64,
+    pub bound: f64,
+}
+
+/// A feasible point of `model` to start branch and bound from ([`FirstPlan`]). `None` without
+/// pieces, or when no point was found.
 ///
 /// Round 0 is the plan by price alone. After it, a purchase made costs its charge over its
 /// instances more per instance, and a purchase not made its whole charge (as if of one
@@ -60,7 +70,7 @@ pub(crate) fn first_plan(
     model: &PoolModel,
     limits: MipLimits,
     constrain: &dyn Fn(&PoolData, &mut PoolModel),
-) -> Option<(Vec<f64>, f64)> {
+) -> Option<FirstPlan> {
     if !data.has_pieces() {
         return None;
     }
@@ -80,6 +90,7 @@ pub(crate) fn first_plan(
     let mut seen = HashSet::new();
     let mut settled = 0;
     let mut best: Option<(Vec<f64>, f64)> = None;
+    let mut bound = f64::NEG_INFINITY;
     // v3: the gangs' placements of the first round, held in the later ones. Choosing them is
     // what makes a round slow (2.2 s against 0.34 s with them held on the quickstart's largest
     // pool, measured 2026-11-28), and the cost per purchase rarely moves a gang: branch and
@@ -105,6 +116,9 @@ pub(crate) fn first_plan(
         let solved = mip::solve(&plain.mip, limits);
         if solved.values.is_empty() {
             break;
+        }
+        if round == 0 {
+            bound = solved.bound;
         }
         if data.has_gangs() && placements.is_none() {
             let held = plain.placements(&solved.values);
@@ -168,9 +182,14 @@ pub(crate) fn first_plan(
     tracing::debug!(
         seconds = started.elapsed().as_secs_f64(),
         cost = best.as_ref().map(|b| b.1),
+        bound,
         "a first plan by slope scaling"
     );
-    best
+    best.map(|(values, cost)| FirstPlan {
+        values,
+        cost,
+        bound,
+    })
 }
 
 #[cfg(test)]
@@ -249,9 +268,19 @@ mod tests {
         let data = PoolData::new(&v, &Scope::full(0));
         let model = PoolModel::build(&data, Mode::Cost);
         let limits = MipLimits::plain(None);
-        let (values, cost) = first_plan(&data, &model, limits, &|_, _| {}).expect("a first plan");
-        assert!((cost + model.constant - 28_504.0).abs() < 1e-6, "{cost}");
-        assert_eq!(model.chosen(&values).len(), 2);
+        let first = first_plan(&data, &model, limits, &|_, _| {}).expect("a first plan");
+        assert!(
+            (first.cost + model.constant - 28_504.0).abs() < 1e-6,
+            "{}",
+            first.cost
+        );
+        assert_eq!(model.chosen(&first.values).len(), 2);
+        // The plan by price, without charges, bounds it: $27,024.
+        assert!(
+            (first.bound + model.constant - 27_024.0).abs() < 1e-6,
+            "{}",
+            first.bound
+        );
         // Without pieces there is nothing to spread.
         let plain = staircase(0.0);
         let data = PoolData::new(&plain, &Scope::full(0));
