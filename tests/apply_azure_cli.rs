@@ -93,6 +93,9 @@ impl Project {
             format!(
                 r#"[planning]
 horizon = "8w"
+# The pool's runs on 1-GPU instance types: these tests are about the pool's apply, not
+# about placing campaigns whole.
+placement = "fluid"
 
 [inputs]
 calendars = ["campaigns.yaml"]

@@ -1177,7 +1177,10 @@ fn with_placement_gangs_each_campaign_runs_whole_on_eight_gpu_nodes_in_one_place
             .contains("Where campaigns run (whole, in one place, start to end)")
             && md
                 .stdout
-                .contains("| pretrain | h100-east | aws us-east-1 | p5.48xlarge × 64 = 512 GPUs |"),
+                .contains("| pretrain | h100-east | 2027-01-11 11:00 → ")
+            && md
+                .stdout
+                .contains("| aws us-east-1 | p5.48xlarge × 64 = 512 GPUs | "),
         "{}",
         md.stdout
     );
@@ -1194,5 +1197,140 @@ fn with_placement_gangs_each_campaign_runs_whole_on_eight_gpu_nodes_in_one_place
             "{name}"
         );
         assert_eq!((p.gpus_per_node, p.nodes), (8, nodes), "{name}");
+        assert_eq!(c.gpus, nodes * 8, "{name}");
     }
+    runs_on_cover_each_campaign_without_overdrawing(&plan);
+}
+
+/// Checks the plan's `runs_on` against its actions, independently of the solver: each placed
+/// campaign runs on exactly its nodes at every moment from its start to its end, only on
+/// actions (or owned capacity) of its placement and within their windows, and no action
+/// carries more instances at any moment than it has.
+fn runs_on_cover_each_campaign_without_overdrawing(plan: &Plan) {
+    use chrono::{DateTime, Utc};
+    let at = |s: &str| -> DateTime<Utc> { s.parse().unwrap_or_else(|e| panic!("{s}: {e}")) };
+    let actions: BTreeMap<&str, &Action> =
+        plan.actions.iter().map(|a| (a.id.as_str(), a)).collect();
+    // Per action: `(from, to, instances)` of every run on it.
+    type Stretch = (DateTime<Utc>, DateTime<Utc>, u32);
+    let mut drawn: BTreeMap<&str, Vec<Stretch>> = BTreeMap::new();
+    let mut placed = 0;
+    for c in &plan.campaigns {
+        let Some(p) = &c.placement else {
+            assert!(c.runs_on.is_empty(), "fluid work has no runs: {c:?}");
+            continue;
+        };
+        placed += 1;
+        let (start, end) = (
+            at(c.start.as_deref().expect("a start")),
+            at(c.end.as_deref().expect("an end")),
+        );
+        let mut cuts = vec![start, end];
+        for r in &c.runs_on {
+            let (from, to) = (at(&r.start), at(&r.end));
+            assert!(start <= from && from < to && to <= end, "{}: {r:?}", c.name);
+            cuts.extend([from, to]);
+            let id = r.action.as_deref().expect("runs on this plan's actions");
+            let a = actions
+                .get(id)
+                .unwrap_or_else(|| panic!("{id}: no such action"));
+            assert_eq!(
+                (
+                    a.cloud.as_str(),
+                    a.region.as_str(),
+                    a.instance_type.as_str()
+                ),
+                (
+                    p.cloud.as_str(),
+                    p.region.as_str(),
+                    p.instance_type.as_str()
+                ),
+                "{}: {r:?} on {a:?}",
+                c.name
+            );
+            assert!(
+                at(&a.start) <= from && to <= at(&a.end),
+                "{}: {r:?} outside {a:?}",
+                c.name
+            );
+            drawn.entry(id).or_default().push((from, to, r.instances));
+        }
+        cuts.sort();
+        cuts.dedup();
+        for w in cuts.windows(2).filter(|w| start <= w[0] && w[1] <= end) {
+            let held: u32 = c
+                .runs_on
+                .iter()
+                .filter(|r| at(&r.start) <= w[0] && w[1] <= at(&r.end))
+                .map(|r| r.instances)
+                .sum();
+            assert_eq!(
+                held, p.nodes,
+                "{} from {} to {}: {:?}",
+                c.name, w[0], w[1], c.runs_on
+            );
+        }
+    }
+    assert!(placed > 0, "no campaign is placed");
+    for (id, runs) in &drawn {
+        let a = actions[id];
+        let mut cuts: Vec<DateTime<Utc>> = runs.iter().flat_map(|r| [r.0, r.1]).collect();
+        cuts.sort();
+        cuts.dedup();
+        for w in cuts.windows(2) {
+            let used: u32 = runs
+                .iter()
+                .filter(|r| r.0 <= w[0] && w[1] <= r.1)
+                .map(|r| r.2)
+                .sum();
+            assert!(
+                used <= a.instances,
+                "{id} from {} to {}: {used} of {}",
+                w[0],
+                w[1],
+                a.instances
+            );
+        }
+    }
+}
+
+#[test]
+fn the_quickstart_placed_as_gangs_runs_each_campaign_whole_in_one_region() {
+    // The campaign-placement issue's done-means on the quickstart: llm-70b-pretrain runs in
+    // one region on p5.48xlarge only, from start to end; no firm campaign of more than 8 GPUs
+    // runs on smaller nodes; no action carries more than it has; at most 12 purchases.
+    let dir = quickstart_with(|t| t.replace("[planning]\n", "[planning]\nplacement = \"gangs\"\n"));
+    let config = dir.path().join("gpucap.toml");
+    let (plan, _, run) = plan_with_problem(&config, &[]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let pretrain = plan
+        .campaigns
+        .iter()
+        .find(|c| c.name == "llm-70b-pretrain")
+        .expect("llm-70b-pretrain");
+    let p = pretrain.placement.as_ref().expect("placed whole");
+    assert_eq!(
+        (p.cloud.as_str(), p.instance_type.as_str()),
+        ("aws", "p5.48xlarge")
+    );
+    for c in plan
+        .campaigns
+        .iter()
+        // Forecasts (serving) stay fluid.
+        .filter(|c| !c.interruptible && c.gpus > 8 && !c.name.starts_with("forecast:"))
+    {
+        let p = c
+            .placement
+            .as_ref()
+            .unwrap_or_else(|| panic!("{} ({} GPUs) is not placed", c.name, c.gpus));
+        assert_eq!(p.gpus_per_node, 8, "{}", c.name);
+    }
+    runs_on_cover_each_campaign_without_overdrawing(&plan);
+    let purchases: usize = plan
+        .actions
+        .iter()
+        .filter(|a| a.kind.is_term())
+        .map(|a| a.pieces.len().max(1))
+        .sum();
+    assert!(purchases <= 12, "{purchases} purchases");
 }

@@ -375,11 +375,14 @@ pub struct Planning {
     /// may be (README, "Fewer, larger purchases").
     #[serde(default = "default_cost_per_purchase")]
     pub cost_per_purchase: f64,
-    /// How campaigns that are not interruptible are placed. `fluid` (the default for now):
-    /// their GPU-hours may come from any instance size in any of the pool's places, hour by
-    /// hour. `gangs`: each runs whole, as synchronous training does: in one place (cloud,
+    /// How campaigns that are not interruptible are placed. `gangs` (opt-in until the tests
+    /// and examples written for fluid plans move over): each that needs more than one node
+    /// runs whole, as synchronous training does: in one place (cloud,
     /// region and instance type) on whole nodes of the accelerator's largest size, from its
-    /// start to its end (`docs/problem-v3.md`), and the plan says where.
+    /// start to its end (`docs/problem-v3.md`), and the plan says where. `fluid`: their
+    /// GPU-hours may come from any instance size in any of the pool's places, hour by hour
+    /// (cheaper on paper, and the plan's fluid optimum that the price of being runnable is
+    /// measured against).
     #[serde(default)]
     pub placement: Placement,
 }

@@ -18,9 +18,9 @@ use crate::timespec::{Horizon, month_hours, rfc3339};
 use gpucap_provider::names::slug;
 
 use super::{
-    Action, ActionKind, BaselineCost, CampaignPlacement, CampaignRef, Cost, Fingerprint, KindCost,
-    MonthCost, PLAN_SCHEMA, Plan, PlanHorizon, PoolCost, PoolPlan, Quote, Risk, ScenarioCost,
-    SolutionSummary, Stranded, StrandedPool, TeamCost,
+    Action, ActionKind, BaselineCost, CampaignPlacement, CampaignRef, CampaignRun, Cost,
+    Fingerprint, KindCost, MonthCost, PLAN_SCHEMA, Plan, PlanHorizon, PoolCost, PoolPlan, Quote,
+    Risk, ScenarioCost, SolutionSummary, Stranded, StrandedPool, TeamCost,
 };
 
 /// Everything a plan is made from.
@@ -105,6 +105,10 @@ pub fn build(inputs: PlanInputs<'_>) -> Result<Plan, BuildError> {
     let mut existing_segments: Vec<Vec<Segment>> = vec![Vec::new(); problem.pools.len()];
     let mut irreversible = 0.0;
     let mut used_offers = BTreeSet::new();
+    // What gangs' runs refer to: each purchase's action (or the capacity it stands for), and
+    // the on-demand actions of the actions' scenario.
+    let mut bought: HashMap<(String, u32), Carrier> = HashMap::new();
+    let mut on_demand_actions: Vec<Carrier> = Vec::new();
 
     // First stage: term purchases.
     for purchase in &solution.purchases {
@@ -117,8 +121,18 @@ pub fn build(inputs: PlanInputs<'_>) -> Result<Plan, BuildError> {
             (purchase.start_hour + cover).min(hours),
             purchase.instances * o.gpus_per_instance,
         );
-        if info.existing.is_some() {
+        if let Some(id) = &info.existing {
             existing_segments[p].push(segment);
+            bought.insert(
+                (purchase.offer.clone(), purchase.start_hour),
+                Carrier {
+                    offer: purchase.offer.clone(),
+                    action: None,
+                    capacity: Some(id.clone()),
+                    start: horizon.time_of(purchase.start_hour),
+                    end: horizon.time_of(segment.1),
+                },
+            );
             continue;
         }
         used_offers.insert(purchase.offer.clone());
@@ -187,6 +201,16 @@ pub fn build(inputs: PlanInputs<'_>) -> Result<Plan, BuildError> {
         }
         let identity = Identity::of(&action, real_start, real_end);
         let id = ids.make(&identity);
+        bought.insert(
+            (purchase.offer.clone(), purchase.start_hour),
+            Carrier {
+                offer: purchase.offer.clone(),
+                action: Some(id.clone()),
+                capacity: None,
+                start: real_start,
+                end: real_end,
+            },
+        );
         // A release is named after the reservation it ends.
         let release_id = term.is_some_and(|t| t.releasable).then(|| {
             ids.make(&Identity {
@@ -282,6 +306,15 @@ pub fn build(inputs: PlanInputs<'_>) -> Result<Plan, BuildError> {
                     pieces: Vec::new(),
                 };
                 action.id = ids.make(&Identity::of(&action, start, end));
+                if !is_spot {
+                    on_demand_actions.push(Carrier {
+                        offer: usage.offer.clone(),
+                        action: Some(action.id.clone()),
+                        capacity: None,
+                        start,
+                        end,
+                    });
+                }
                 actions.push(action);
             }
         }
@@ -442,7 +475,17 @@ pub fn build(inputs: PlanInputs<'_>) -> Result<Plan, BuildError> {
             .unwrap_or_default(),
         actions,
         pools,
-        campaigns: campaign_refs(demand, campaigns, &placements(v, planned, solution)),
+        campaigns: campaign_refs(
+            demand,
+            campaigns,
+            &placements(v, planned, solution),
+            &Carriers {
+                scenario: actions_scenario,
+                bought: &bought,
+                on_demand: &on_demand_actions,
+            },
+            solution,
+        ),
         quotes,
         assumptions: planned.assumptions.clone(),
         quotas: planned
@@ -709,11 +752,99 @@ fn placements(
     out
 }
 
+/// What a gang's run can be on: a purchase's action, capacity already owned, or an on-demand
+/// action, with the offer and the window it holds.
+#[derive(Debug, Clone)]
+struct Carrier {
+    offer: String,
+    action: Option<String>,
+    capacity: Option<String>,
+    start: DateTime<Utc>,
+    end: DateTime<Utc>,
+}
+
+/// The carriers of the actions' scenario: purchases by `(offer, start hour)`, and the on-demand
+/// actions.
+struct Carriers<'a> {
+    scenario: usize,
+    bought: &'a HashMap<(String, u32), Carrier>,
+    on_demand: &'a [Carrier],
+}
+
+impl Carriers<'_> {
+    /// The stretches of `gang`'s runs in the solution's actions' scenario, on the actions and
+    /// capacity they are on, each clipped to the carrier's window (a block bought for hour 11
+    /// starts at 11:30), in time order. A run on demand is split where its offer's actions
+    /// change.
+    fn runs(&self, solution: &Solution, horizon: &Horizon, gang: &str) -> Vec<CampaignRun> {
+        let Some(scenario) = solution.scenarios.get(self.scenario) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for run in scenario.runs_on.iter().filter(|r| r.gang == gang) {
+            let (from, to) = (horizon.time_of(run.from), horizon.time_of(run.to));
+            let carriers: Vec<&Carrier> = match run.start_hour {
+                Some(hour) => self
+                    .bought
+                    .get(&(run.offer.clone(), hour))
+                    .into_iter()
+                    .collect(),
+                None => self
+                    .on_demand
+                    .iter()
+                    .filter(|c| c.offer == run.offer && c.start < to && from < c.end)
+                    .collect(),
+            };
+            for c in carriers {
+                let (start, end) = (from.max(c.start), to.min(c.end));
+                if start >= end {
+                    continue;
+                }
+                out.push(CampaignRun {
+                    action: c.action.clone(),
+                    capacity: c.capacity.clone(),
+                    start: rfc3339(start),
+                    end: rfc3339(end),
+                    instances: run.instances,
+                });
+            }
+        }
+        out.sort_by(|a, b| {
+            (&a.start, &a.action, &a.capacity).cmp(&(&b.start, &b.action, &b.capacity))
+        });
+        out
+    }
+}
+
 fn campaign_refs(
     demand: &DemandCurve,
     campaigns: &[Campaign],
     placed: &BTreeMap<String, CampaignPlacement>,
+    carriers: &Carriers<'_>,
+    solution: &Solution,
 ) -> Vec<CampaignRef> {
+    // Peak GPUs and window of each label in the actions' scenario.
+    let mut extent: BTreeMap<&str, (u32, u32, u32)> = BTreeMap::new();
+    if let Some(s) = demand.scenarios.get(carriers.scenario) {
+        for curve in &s.pools {
+            for c in &curve.contributions {
+                for seg in c.segments.iter().filter(|seg| seg.value() > 0) {
+                    let e = extent
+                        .entry(c.label.as_str())
+                        .or_insert((0, seg.from(), seg.to()));
+                    *e = (e.0.max(seg.value()), e.1.min(seg.from()), e.2.max(seg.to()));
+                }
+            }
+        }
+    }
+    let horizon = &demand.horizon;
+    let sized = |name: &str| {
+        let (gpus, from, to) = extent.get(name).copied().unwrap_or((0, 0, 0));
+        let when =
+            (gpus > 0).then(|| (rfc3339(horizon.time_of(from)), rfc3339(horizon.time_of(to))));
+        let (start, end) = when.unzip();
+        (gpus, start, end)
+    };
     let mut pool_of: BTreeMap<&str, (&str, bool, Option<&String>)> = BTreeMap::new();
     for s in &demand.scenarios {
         for (pool, curve) in demand.pools.iter().zip(&s.pools) {
@@ -730,25 +861,41 @@ fn campaign_refs(
         .iter()
         .filter_map(|c| {
             let (pool, _, _) = pool_of.get(c.name.as_str())?;
+            let (gpus, start, end) = sized(&c.name);
+            let placement = placed.get(&c.name).cloned();
+            let runs_on = if placement.is_some() {
+                carriers.runs(solution, horizon, &c.name)
+            } else {
+                Vec::new()
+            };
             Some(CampaignRef {
                 name: c.name.clone(),
                 team: c.team.clone(),
                 priority: format!("{:?}", c.priority).to_lowercase(),
                 interruptible: c.interruptible,
                 pool: pool.to_string(),
-                placement: placed.get(&c.name).cloned(),
+                gpus,
+                start,
+                end,
+                placement,
+                runs_on,
             })
         })
         .collect();
     for (label, (pool, flex, team)) in &pool_of {
         if label.starts_with("forecast:") {
+            let (gpus, start, end) = sized(label);
             refs.push(CampaignRef {
                 name: label.to_string(),
                 team: team.cloned(),
                 priority: "normal".into(),
                 interruptible: *flex,
                 pool: pool.to_string(),
+                gpus,
+                start,
+                end,
                 placement: None,
+                runs_on: Vec::new(),
             });
         }
     }

@@ -418,10 +418,40 @@ pub struct CampaignRef {
     pub priority: String,
     pub interruptible: bool,
     pub pool: String,
-    /// Where the campaign runs when it is placed whole (`[planning] placement = "gangs"`);
-    /// absent for fluid work, which may run on any instance in any of the pool's places.
+    /// Its GPUs at their peak in [`Plan::actions_scenario`], after the buffer and the
+    /// scenario's scale (0 where it has no demand in that scenario).
+    #[serde(default)]
+    pub gpus: u32,
+    /// When its demand starts and ends in [`Plan::actions_scenario`] (RFC 3339, on the plan's
+    /// hour grid); absent where it has none there.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end: Option<String>,
+    /// Where the campaign runs when it is placed whole (`[planning] placement = "gangs"`, the
+    /// default); `null` for fluid work, which may run on any instance in any of the pool's
+    /// places.
+    #[serde(default)]
     pub placement: Option<CampaignPlacement>,
+    /// What a placed campaign runs on in [`Plan::actions_scenario`]: the actions (or capacity
+    /// already owned) and when, in time order. Empty for fluid work.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runs_on: Vec<CampaignRun>,
+}
+
+/// A stretch of a placed campaign's run on one action of the plan, or on capacity already
+/// owned: `instances` of it from `start` to `end`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CampaignRun {
+    /// The id of the plan's action it runs on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<String>,
+    /// The id of the capacity already owned it runs on (`[[capacity]]` or state).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<String>,
+    pub start: String,
+    pub end: String,
+    pub instances: u32,
 }
 
 /// Where a campaign placed as a gang runs: one cloud, region and instance type, on whole nodes,

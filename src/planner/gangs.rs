@@ -20,6 +20,15 @@ use crate::problem::{Gang, OfferKind, PROBLEM_SCHEMA_V3, Problem};
 
 use super::OfferInfo;
 
+/// The most campaigns one pool places whole; the rest of its campaigns stay fluid, with a
+/// warning. Each gang is a choice among the pool's places, with rows in every hour it runs,
+/// and the solver proves plans of a few dozen in seconds (the quickstart's four in 9 s, all
+/// steps) but not of hundreds: a generated quarter of 2,000 campaigns (some 1,000 would be
+/// gangs) ran for minutes past a 30-second time limit (measured 2026-11-28). The largest
+/// campaigns, by GPU-hours, are placed first: they are the synchronous runs that most need
+/// one place, and the smaller ones move the plan's cost least.
+pub const MAX_GANGS_PER_POOL: usize = 24;
+
 /// The placement name of an offer: `pool/cloud/region/instance_type`.
 fn placement_of(info: &OfferInfo) -> String {
     format!(
@@ -65,6 +74,54 @@ pub fn place(
         .filter(|c| !c.interruptible)
         .map(|c| c.name.as_str())
         .collect();
+    // Per pool, the campaigns that may be gangs: the largest by GPU-hours in any scenario.
+    let mut chosen: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
+    for pool in &demand.pools {
+        let size = node.get(&pool.id).copied().unwrap_or(0);
+        let mut sizes: BTreeMap<&str, u64> = BTreeMap::new();
+        for curve in &demand.scenarios {
+            let Some(p) = demand.pools.iter().position(|x| x.id == pool.id) else {
+                continue;
+            };
+            for c in curve.pools[p].contributions.iter().filter(|c| !c.flex) {
+                if let [s] = c.segments.as_slice()
+                    && gangs.contains(c.label.as_str())
+                    && size > 0
+                    && s.value() > size
+                {
+                    let gpu_hours = u64::from(s.value()) * u64::from(s.len());
+                    let e = sizes.entry(c.label.as_str()).or_insert(0);
+                    *e = (*e).max(gpu_hours);
+                }
+            }
+        }
+        let mut ranked: Vec<(&str, u64)> = sizes.into_iter().collect();
+        ranked.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+        if ranked.len() > MAX_GANGS_PER_POOL {
+            let left: Vec<&str> = ranked[MAX_GANGS_PER_POOL..].iter().map(|r| r.0).collect();
+            let shown: Vec<String> = left.iter().take(3).map(|n| format!("`{n}`")).collect();
+            let more = left.len().saturating_sub(3);
+            let more = if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            };
+            warnings.push(format!(
+                "pool `{}`: {} campaigns run as fluid work ({}{more}): a pool places at most {MAX_GANGS_PER_POOL} campaigns whole, the largest by GPU-hours, so that it is solved in seconds",
+                pool.id,
+                left.len(),
+                shown.join(", ")
+            ));
+        }
+        chosen.insert(
+            pool.id.as_str(),
+            ranked
+                .into_iter()
+                .take(MAX_GANGS_PER_POOL)
+                .map(|r| r.0.to_string())
+                .collect(),
+        );
+    }
     let mut any = false;
     let hours = problem.hours;
     for (scenario, curve) in problem.scenarios.iter_mut().zip(&demand.scenarios) {
@@ -76,12 +133,23 @@ pub fn place(
                 .unwrap_or_default();
             let mut fluid = Vec::new();
             let mut placed = Vec::new();
+            let whole = chosen.get(pool.id.as_str());
             for c in pool_curve.contributions.iter().filter(|c| !c.flex) {
                 let gang = match c.segments.as_slice() {
                     [s] if gangs.contains(c.label.as_str()) && size > 0 && s.value() > size => {
                         Some(*s)
                     }
                     _ => None,
+                };
+                let gang = match gang {
+                    // A campaign past the pool's most whole runs stays fluid (warned above).
+                    Some(_)
+                        if !places.is_empty() && !whole.is_some_and(|w| w.contains(&c.label)) =>
+                    {
+                        fluid.extend(c.segments.iter().copied());
+                        continue;
+                    }
+                    g => g,
                 };
                 match gang {
                     Some(s) if !places.is_empty() => placed.push(Gang {

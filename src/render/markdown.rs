@@ -449,16 +449,20 @@ fn campaigns(md: &mut String, plan: &Plan) {
     let mut t = MdTable::new(&[
         ("Campaign", L),
         ("Pool", L),
+        ("When", L),
         ("Where", L),
         ("On", L),
+        ("Runs on", L),
         ("Restarts", R),
     ]);
     for (c, p) in placed {
         t.row(vec![
             text(&c.name),
             text(&c.pool),
+            text(&plan_view::campaign_window(c)),
             text(&plan_view::placement_place(p)),
             text(&plan_view::placement_size(p)),
+            text(&plan_view::campaign_carriers(plan, c)),
             p.restarts.to_string(),
         ]);
     }

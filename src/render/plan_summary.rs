@@ -310,13 +310,14 @@ fn campaigns(out: &mut String, plan: &Plan, style: Style) {
         out,
         "where campaigns run (whole, in one place, start to end)",
     );
-    let mut t = table(&["campaign", "pool", "where", "on", "restarts"]);
+    let mut t = table(&["campaign", "when", "where", "on", "runs on", "restarts"]);
     for (c, p) in placed {
         t.add_row(vec![
             text(&c.name),
-            text(&c.pool),
+            text(&plan_view::campaign_window(c)),
             text(&plan_view::placement_place(p)),
             text(&plan_view::placement_size(p)),
+            text(&plan_view::campaign_carriers(plan, c)),
             right(p.restarts),
         ]);
     }

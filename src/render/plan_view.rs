@@ -217,6 +217,47 @@ pub fn placed_campaigns(plan: &Plan) -> Vec<(&CampaignRef, &CampaignPlacement)> 
         .collect()
 }
 
+/// When a campaign runs: `2027-01-18 → 2027-02-27` (empty where it has no demand in the
+/// actions' scenario).
+pub fn campaign_window(c: &CampaignRef) -> String {
+    match (&c.start, &c.end) {
+        (Some(start), Some(end)) => format!("{} → {}", short_time(start), short_time(end)),
+        _ => String::new(),
+    }
+}
+
+/// What a placed campaign runs on, by kind: `capacity block × 2, on-demand × 1, owned × 1`
+/// (distinct actions of each kind, then capacity already owned).
+pub fn campaign_carriers(plan: &Plan, c: &CampaignRef) -> String {
+    let mut by_kind: Vec<(&'static str, std::collections::BTreeSet<&str>)> = Vec::new();
+    let mut owned = std::collections::BTreeSet::new();
+    for run in &c.runs_on {
+        if let Some(id) = &run.action {
+            let kind = plan
+                .actions
+                .iter()
+                .find(|a| &a.id == id)
+                .map_or("action", |a| kind_label(a.kind));
+            match by_kind.iter_mut().find(|(k, _)| *k == kind) {
+                Some((_, ids)) => {
+                    ids.insert(id);
+                }
+                None => by_kind.push((kind, [id.as_str()].into())),
+            }
+        } else if let Some(id) = &run.capacity {
+            owned.insert(id.as_str());
+        }
+    }
+    let mut parts: Vec<String> = by_kind
+        .iter()
+        .map(|(kind, ids)| format!("{kind} × {}", ids.len()))
+        .collect();
+    if !owned.is_empty() {
+        parts.push(format!("owned × {}", owned.len()));
+    }
+    parts.join(", ")
+}
+
 /// Where a placed campaign runs: `aws us-east-1`, or the zone where the plan fixes one.
 pub fn placement_place(p: &CampaignPlacement) -> String {
     match &p.zone {

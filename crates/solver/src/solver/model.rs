@@ -160,11 +160,11 @@ impl<'a> PoolModel<'a> {
             if term.is_empty() {
                 // No term can be active here: the hourly cost is a constant (the capacity
                 // check has made sure the hourly offers can cover it).
-                for k in 0..data.scenarios() {
+                for (k, &placed) in placed.iter().enumerate() {
                     let (f, d) = units(k);
                     model.constant +=
                         data.probability[k] * len * model.recourse[k].cost(f, d).unwrap_or(0.0);
-                    if placed[k] {
+                    if placed {
                         model.add_gang_rows(k, j, data.probability[k] * len, None);
                     }
                 }
