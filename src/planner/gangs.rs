@@ -15,7 +15,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::calendar::Campaign;
-use crate::demand::{DemandCurve, merge};
+use crate::demand::{Contribution, DemandCurve, merge};
 use crate::problem::{Gang, OfferKind, PROBLEM_SCHEMA_V3, Problem};
 
 use super::OfferInfo;
@@ -75,20 +75,19 @@ pub fn place(
         .map(|c| c.name.as_str())
         .collect();
     // Per pool, the campaigns that may be gangs: the largest by GPU-hours in any scenario.
+    // A firm contribution that could run whole on nodes of `size` GPUs: one run of a campaign
+    // that is not interruptible, of more than one node.
+    let candidate = |c: &Contribution, size: u32| match c.segments.as_slice() {
+        [s] if gangs.contains(c.label.as_str()) && size > 0 && s.value() > size => Some(*s),
+        _ => None,
+    };
     let mut chosen: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
-    for pool in &demand.pools {
+    for (p, pool) in demand.pools.iter().enumerate() {
         let size = node.get(&pool.id).copied().unwrap_or(0);
         let mut sizes: BTreeMap<&str, u64> = BTreeMap::new();
         for curve in &demand.scenarios {
-            let Some(p) = demand.pools.iter().position(|x| x.id == pool.id) else {
-                continue;
-            };
             for c in curve.pools[p].contributions.iter().filter(|c| !c.flex) {
-                if let [s] = c.segments.as_slice()
-                    && gangs.contains(c.label.as_str())
-                    && size > 0
-                    && s.value() > size
-                {
+                if let Some(s) = candidate(c, size) {
                     let gpu_hours = u64::from(s.value()) * u64::from(s.len());
                     let e = sizes.entry(c.label.as_str()).or_insert(0);
                     *e = (*e).max(gpu_hours);
@@ -135,13 +134,7 @@ pub fn place(
             let mut placed = Vec::new();
             let whole = chosen.get(pool.id.as_str());
             for c in pool_curve.contributions.iter().filter(|c| !c.flex) {
-                let gang = match c.segments.as_slice() {
-                    [s] if gangs.contains(c.label.as_str()) && size > 0 && s.value() > size => {
-                        Some(*s)
-                    }
-                    _ => None,
-                };
-                let gang = match gang {
+                let gang = match candidate(c, size) {
                     // A campaign past the pool's most whole runs stays fluid (warned above).
                     Some(_)
                         if !places.is_empty() && !whole.is_some_and(|w| w.contains(&c.label)) =>

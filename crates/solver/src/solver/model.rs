@@ -493,14 +493,23 @@ impl<'a> PoolModel<'a> {
     pub fn plan(&self, values: &[f64]) -> PoolPlan {
         let data = self.data;
         let chosen = self.chosen(values);
-        let term = term_units(data, &chosen);
+        let held = held_instances(data, &chosen);
+        // Term units active per segment: every offer's held instances at its size.
+        let term: Vec<u64> = (0..data.timeline.segments())
+            .map(|j| {
+                data.terms
+                    .iter()
+                    .zip(&held)
+                    .map(|(t, h)| u64::from(t.gpus / data.unit) * h[j])
+                    .sum()
+            })
+            .collect();
         let purchases = chosen
             .iter()
             .map(|&(t, s, n)| (data.terms[t].offer, data.terms[t].starts[s].start, n))
             .collect();
         let segments = data.timeline.segments();
         let placements = self.placements(values);
-        let held = held_instances(data, &chosen);
         let mut usage = Vec::with_capacity(data.scenarios());
         for k in 0..data.scenarios() {
             let offers = &data.hourly[k];
