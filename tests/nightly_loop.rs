@@ -272,9 +272,9 @@ fn three_nights_plan_apply_diff_and_release() {
     let pools = repo.resources("pool");
     assert_eq!(pools.len(), 1, "{pools:?}");
     let group = pools[0]["id"].as_str().unwrap().to_string();
-    // The sweep's 16 GPUs on p5.4xlarge (one H100 each, the same price per GPU as
-    // p5.48xlarge in the snapshot).
-    assert_eq!(desired(&repo, &group), 16);
+    // The sweep's 16 GPUs run whole (campaigns are placed as gangs by default): two
+    // p5.48xlarge of eight H100s each, not sixteen 1-GPU p5.4xlarge at the same price per GPU.
+    assert_eq!(desired(&repo, &group), 2);
 
     // After the campaigns: release scales the pool to zero; the blocks ended by themselves.
     repo.peer.set_clock(Some(AFTER));
@@ -284,7 +284,7 @@ fn three_nights_plan_apply_diff_and_release() {
         "{}",
         text(&dry.stdout)
     );
-    assert_eq!(desired(&repo, &group), 16, "a dry run changes nothing");
+    assert_eq!(desired(&repo, &group), 2, "a dry run changes nothing");
     let out = repo.gpucap(&["release", "--now", AFTER, "--auto-approve"]);
     let out = text(&out.stdout);
     assert!(out.contains("Released (1)"), "{out}");

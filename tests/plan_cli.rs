@@ -825,6 +825,11 @@ probability = 1.0
 
 [prices]
 offline = true
+
+# Room for the pretraining's nodes on demand in the half hour after its block (the default,
+# 1,536 vCPUs, runs 8 p5.48xlarge): a larger pretraining is then one larger block.
+[quotas.limits]
+"aws/us-east-1/L-417A185B" = 4_608
 "#;
 
 const NIGHTLY_CAMPAIGNS: &str = r#"
@@ -1020,6 +1025,17 @@ fn a_generated_quarter_of_two_thousand_campaigns_is_accepted_and_planned() {
     // pools and prices, 2,000 campaigns of 8 to 512 GPUs over hours to weeks.
     let dir = tempfile::tempdir().expect("tempdir");
     let config = campaigns::write_project(dir.path(), 2_000, 15);
+    // As fluid work: placed whole (the default), the largest 24 campaigns of each pool make
+    // the joint program take minutes on a 2-core machine (144 s, gap 6.8 %, with a 30 s limit,
+    // measured 2026-11-28); the solver issue tracks that. This test is about the pipeline at
+    // this scale.
+    let text = std::fs::read_to_string(&config).expect("the config");
+    let text = text.replacen("[planning]\n", "[planning]\nplacement = \"fluid\"\n", 1);
+    assert!(
+        text.contains("placement = \"fluid\""),
+        "the generated config has [planning]"
+    );
+    std::fs::write(&config, text).expect("write the config");
     let out = dir.path().join("plan.json");
     // Pools `h100-us` and `h100-us-east` draw on the same five spot offerings (7 instances
     // each, shared), so they are planned together; that joint program is not proven optimal

@@ -43,14 +43,15 @@ fn plan(config: &Path, extra: &[&str]) -> (Plan, Problem, String) {
         serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {stderr}"));
     let problem: Problem =
         serde_json::from_str(&std::fs::read_to_string(&problem_path).expect("problem written"))
-            .expect("a gpucap.problem/v2");
+            .expect("a gpucap.problem/v3");
     (plan, problem, stderr)
 }
 
 #[test]
 fn the_quickstart_buys_nothing_larger_than_sold_shares_limits_once_and_checks_quotas() {
     let (plan, problem, stderr) = plan(&quickstart(), &[]);
-    assert_eq!(problem.schema, "gpucap.problem/v2");
+    // v3: the quickstart's campaigns are placed whole (gangs), with v2's rules and limits.
+    assert_eq!(problem.schema, "gpucap.problem/v3");
     assert!(
         plan.quota_increases.iter().all(|q| !q.needed),
         "the quickstart's quotas cover its demand: {:?}\n{stderr}",
@@ -192,9 +193,17 @@ fn under_the_default_quotas_the_plan_keeps_them_and_lists_the_increases_that_sav
     }
     let config = dir.path().join("gpucap.toml");
     let text = std::fs::read_to_string(&config).unwrap();
-    // No [quotas]: the offline default, far below what the campaigns need.
+    // No [quotas]: the offline default, far below what the campaigns need. The campaigns as
+    // fluid work (`placement = "fluid"`): this test is about the increases that save money. Placed
+    // whole, the 512-GPU pre-training needs 64 p5.48xlarge at once wherever no block holds it
+    // (12,288 vCPUs against the default 1,536), and the plan lists that increase as needed.
     let cut = text.find("[quotas").map_or(text.len(), |i| i);
-    std::fs::write(&config, &text[..cut]).unwrap();
+    let text = text[..cut].replace("[planning]\n", "[planning]\nplacement = \"fluid\"\n");
+    assert!(
+        text.contains("placement = \"fluid\""),
+        "the quickstart has [planning]"
+    );
+    std::fs::write(&config, text).unwrap();
     // Pools sharing a binding quota are solved as one program, which may not be proven optimal
     // in the time limit; a plan within the quotas is found before branch and bound starts
     // (`solver::incumbent`), so the plan keeps the quotas and the increases it lists are

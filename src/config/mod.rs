@@ -375,9 +375,8 @@ pub struct Planning {
     /// may be (README, "Fewer, larger purchases").
     #[serde(default = "default_cost_per_purchase")]
     pub cost_per_purchase: f64,
-    /// How campaigns that are not interruptible are placed. `gangs` (opt-in until the tests
-    /// and examples written for fluid plans move over): each that needs more than one node
-    /// runs whole, as synchronous training does: in one place (cloud,
+    /// How campaigns that are not interruptible are placed. `gangs` (the default): each that
+    /// needs more than one node runs whole, as synchronous training does: in one place (cloud,
     /// region and instance type) on whole nodes of the accelerator's largest size, from its
     /// start to its end (`docs/problem-v3.md`), and the plan says where. `fluid`: their
     /// GPU-hours may come from any instance size in any of the pool's places, hour by hour
@@ -391,8 +390,8 @@ pub struct Planning {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Placement {
-    #[default]
     Fluid,
+    #[default]
     Gangs,
 }
 

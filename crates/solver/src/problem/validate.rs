@@ -126,6 +126,21 @@ impl Validated {
         &self.gangs.demand[scenario][pool]
     }
 
+    /// The GPUs of pool `p`'s gangs in scenario `k`, one segment per gang: its nodes times its
+    /// placements' node size. They are firm demand besides `demand(k, p).firm`.
+    pub fn gang_gpus(&self, scenario: usize, pool: usize) -> Vec<Segment> {
+        self.gang_demand(scenario, pool)
+            .iter()
+            .map(|d| {
+                let node = self.gangs.gangs[d.gang]
+                    .placements
+                    .first()
+                    .map_or(1, |&q| self.gangs.placements[q].gpus_per_node);
+                Segment(d.from, d.to, d.nodes.saturating_mul(node))
+            })
+            .collect()
+    }
+
     /// Cost of one instance of a term offer: every hour of the term plus the upfront fee.
     pub fn term_cost_per_instance(&self, offer: usize) -> f64 {
         let o = &self.problem.offers[offer];

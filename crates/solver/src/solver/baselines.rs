@@ -141,10 +141,12 @@ fn peak_purchases(v: &Validated, pool: usize) -> Vec<(usize, u32, u32)> {
     let mut last_demand = 0u32;
     for k in 0..problem.scenarios.len() {
         let d = v.demand(k, pool);
+        let gangs = v.gang_gpus(k, pool);
         let mut changes: Vec<(u32, i64)> = d
             .firm
             .iter()
             .chain(&d.flex)
+            .chain(&gangs)
             .filter(|s| s.value() > 0)
             .flat_map(|s| {
                 [

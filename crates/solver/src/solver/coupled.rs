@@ -211,14 +211,27 @@ pub(crate) fn solve_group(
     // the time limit: a plan a moment late beats none (in a debug build under load, the pools'
     // own solves had used up a 30 s limit, and the group ended without a plan).
     let mut incumbent: Option<(Vec<PoolPlan>, f64)> = None;
+    let alone_plans: Vec<&PoolPlan> = alone
+        .iter()
+        .filter_map(|o| match o {
+            PoolOutcome::Planned { plan, .. } => Some(plan),
+            _ => None,
+        })
+        .collect();
+    let placements: Vec<Vec<(usize, usize)>> = if alone_plans.len() == data.len() {
+        alone_plans.iter().map(|p| p.placements.clone()).collect()
+    } else {
+        Vec::new()
+    };
     let consider = |incumbent: &mut Option<(Vec<PoolPlan>, f64)>,
                     chosen: Vec<Vec<(usize, usize, u32)>>| {
-        // A first plan's hourly instances are each segment's least-cost mix, which knows no
-        // placement: a group with gangs starts branch and bound without one.
-        if data.iter().any(PoolData::has_gangs) {
+        // Gangs keep the placements of the pools' own plans (none without them all).
+        if placed && placements.is_empty() {
             return;
         }
-        let Some(plans) = incumbent::first_plan(v, &data, &models, chosen, share(1.0 / 8.0)) else {
+        let Some(plans) =
+            incumbent::first_plan(v, &data, &models, chosen, &placements, share(1.0 / 8.0))
+        else {
             return;
         };
         let cost = super::plan::solution(v, &plans).expected_cost;
@@ -227,19 +240,15 @@ pub(crate) fn solve_group(
             *incumbent = Some((plans, cost));
         }
     };
-    let alone_plans: Vec<&PoolPlan> = alone
-        .iter()
-        .filter_map(|o| match o {
-            PoolOutcome::Planned { plan, .. } => Some(plan),
-            _ => None,
-        })
-        .collect();
     if alone_plans.len() == data.len()
         && let Some(chosen) = incumbent::purchases_of(&data, &alone_plans)
     {
         consider(&mut incumbent, chosen);
     }
+    // With gangs, failing that: the joint program with the pools' own purchases, gangs free to
+    // move (slower, and a plan where the pools' own placements break a limit).
     if placed
+        && incumbent.is_none()
         && alone_plans.len() == data.len()
         && let Some(chosen) = incumbent::purchases_of(&data, &alone_plans)
     {

@@ -26,6 +26,11 @@
 //!    shared limit, that mix is the segment's optimum; elsewhere the segment's instances of all
 //!    the group's pools are chosen together by a small exact program (the pools' coverage rows
 //!    and the limits, less what the purchases hold). Segments that ask the same are solved once.
+//!    With v3 gangs, each gang keeps the placement its pool's own plan gave it. In every
+//!    segment its nodes run on the placement's held term instances first and then on its
+//!    on-demand offers, cheapest first within their limits (`super::model::gang_split`); those
+//!    instances hold their share of the limits, and the rest of the work is chosen as above on
+//!    what the gangs leave. There is no first plan when the gangs alone break a limit there.
 //! 3. **Trim**: purchases are made one instance smaller wherever that lowers the plan's cost
 //!    (term cost saved against the hourly cost added in the purchase's window), for a share of
 //!    the time limit.
@@ -94,11 +99,13 @@ pub(crate) fn first_plan(
     data: &[PoolData],
     models: &[PoolModel],
     chosen: Vec<Vec<(usize, usize, u32)>>,
+    placements: &[Vec<(usize, usize)>],
     trim_until: Option<Instant>,
 ) -> Option<Vec<PoolPlan>> {
     let mut search = Search {
         data,
         models,
+        placements,
         limits: Limits::new(v),
         solved: HashMap::new(),
     };
@@ -116,7 +123,7 @@ pub(crate) fn first_plan(
     );
     let mut state = search.start(chosen)?;
     search.trim(&mut state, trim_until);
-    Some(state.plans(data, models))
+    Some(state.plans(data, models, placements))
 }
 
 /// The hourly side of a first plan: each segment's instances for given purchases, with the
@@ -124,6 +131,8 @@ pub(crate) fn first_plan(
 struct Search<'a> {
     data: &'a [PoolData],
     models: &'a [PoolModel<'a>],
+    /// Per pool, each gang's placement (as `PoolPlan::placements`), kept as given.
+    placements: &'a [Vec<(usize, usize)>],
     limits: Limits,
     solved: HashMap<Asked, Mixes>,
 }
@@ -153,17 +162,29 @@ impl Search<'_> {
         let data = self.data;
         let hour = data[0].timeline.start(j);
         let held = self.limits.held(data, chosen, hour).ok()?;
-        let term: Vec<u64> = data
+        // Per pool: the instances of each term offer held in this hour, and their units.
+        let active: Vec<Vec<u64>> = data
             .iter()
             .zip(chosen)
             .map(|(d, chosen)| {
-                chosen
+                let mut active = vec![0u64; d.terms.len()];
+                for &(t, s, n) in chosen {
+                    let start = &d.terms[t].starts[s];
+                    if start.start <= hour && hour < start.end {
+                        active[t] += u64::from(n);
+                    }
+                }
+                active
+            })
+            .collect();
+        let term: Vec<u64> = data
+            .iter()
+            .zip(&active)
+            .map(|(d, active)| {
+                d.terms
                     .iter()
-                    .filter(|&&(t, s, _)| {
-                        let start = &d.terms[t].starts[s];
-                        start.start <= hour && hour < start.end
-                    })
-                    .map(|&(t, _, n)| u64::from(d.terms[t].gpus / d.unit) * u64::from(n))
+                    .zip(active)
+                    .map(|(t, &n)| u64::from(t.gpus / d.unit) * n)
                     .sum()
             })
             .collect();
@@ -171,34 +192,75 @@ impl Search<'_> {
         let mut per_scenario = Vec::with_capacity(data[0].scenarios());
         let mut cost = 0.0;
         for k in 0..data[0].scenarios() {
-            let asked: Vec<(u64, u64)> = data
-                .iter()
-                .zip(&term)
-                .map(|(d, &t)| {
-                    let (f, all) = d.units(k, d.timeline.segment_at(hour));
-                    (f.saturating_sub(t), all.saturating_sub(t))
+            // The gangs first, each on its placement's terms and then on its on-demand offers
+            // (`super::model::gang_split`); the rest of the work on the terms they leave.
+            let mut taken: Mixes = Vec::with_capacity(data.len());
+            let mut asked: Vec<(u64, u64)> = Vec::with_capacity(data.len());
+            for (i, d) in data.iter().enumerate() {
+                let js = d.timeline.segment_at(hour);
+                let placed = self.placements.get(i).map_or(&[][..], Vec::as_slice);
+                if !placed.is_empty() && d.gangs_in(k, js).next().is_some() {
+                    let (left, gangs) =
+                        super::model::gang_split(d, k, js, placed, &active[i], term[i]);
+                    let (f, all) = d.fluid_units(k, js);
+                    asked.push((f.saturating_sub(left), all.saturating_sub(left)));
+                    taken.push(gangs);
+                } else {
+                    let (f, all) = d.units(k, js);
+                    asked.push((f.saturating_sub(term[i]), all.saturating_sub(term[i])));
+                    taken.push(vec![0; d.hourly[k].len()]);
+                }
+            }
+            // The gangs' instances hold their share of every limit, and of their offers' own.
+            let mut held = held.clone();
+            for (l, weights) in self.limits.weights.iter().enumerate() {
+                held[l] += data
+                    .iter()
+                    .zip(&taken)
+                    .flat_map(|(d, taken)| d.hourly[k].iter().zip(taken))
+                    .filter_map(|(o, &n)| weights.get(&o.offer).map(|w| w * u64::from(n)))
+                    .sum::<u64>();
+            }
+            let over_own = |mixes: &Mixes| {
+                data.iter().zip(mixes).zip(&taken).any(|((d, mix), taken)| {
+                    d.hourly[k]
+                        .iter()
+                        .zip(mix.iter().zip(taken))
+                        .any(|(o, (&n, &g))| o.limit.is_some_and(|l| n.saturating_add(g) > l))
                 })
-                .collect();
+            };
+            if held.iter().zip(&self.limits.caps).any(|(h, c)| h > c)
+                || over_own(&taken.iter().map(|t| vec![0; t.len()]).collect())
+            {
+                return None;
+            }
             let alone: Option<Mixes> = self
                 .models
                 .iter()
                 .zip(&asked)
                 .map(|(m, &(f, d))| m.hourly_mix(k, f, d))
                 .collect();
-            let mixes = match alone {
-                Some(mixes) if self.limits.kept(data, k, &mixes, &held) => mixes,
+            let fluid = match alone {
+                Some(mixes) if self.limits.kept(data, k, &mixes, &held) && !over_own(&mixes) => {
+                    mixes
+                }
                 _ => {
-                    let key = (k, asked, held.clone());
+                    let key = (k, asked, held, taken.clone());
                     match self.solved.get(&key) {
                         Some(mixes) => mixes.clone(),
                         None => {
-                            let mixes = together(data, k, &key.1, &self.limits, &held)?;
+                            let mixes = together(data, k, &key.1, &self.limits, &key.2, &key.3)?;
                             self.solved.insert(key, mixes.clone());
                             mixes
                         }
                     }
                 }
             };
+            let mixes: Mixes = fluid
+                .into_iter()
+                .zip(taken)
+                .map(|(mix, gangs)| mix.into_iter().zip(gangs).map(|(n, g)| n + g).collect())
+                .collect();
             let hourly: f64 = data
                 .iter()
                 .zip(&mixes)
@@ -372,7 +434,12 @@ impl Search<'_> {
 }
 
 impl State {
-    fn plans(self, data: &[PoolData], models: &[PoolModel]) -> Vec<PoolPlan> {
+    fn plans(
+        self,
+        data: &[PoolData],
+        models: &[PoolModel],
+        placements: &[Vec<(usize, usize)>],
+    ) -> Vec<PoolPlan> {
         let timeline = &data[0].timeline;
         models
             .iter()
@@ -393,7 +460,8 @@ impl State {
                     }
                 }
                 let chosen: Vec<_> = chosen.iter().copied().filter(|c| c.2 > 0).collect();
-                m.plan_of(&chosen, &counts)
+                let placed = placements.get(i).cloned().unwrap_or_default();
+                m.plan_of(&chosen, &counts, placed)
             })
             .collect()
     }
@@ -436,9 +504,10 @@ impl Broken {
     }
 }
 
-/// What one segment asks of the group: the scenario, each pool's (firm, all) units beyond its
-/// term capacity, and each limit's weight held by the purchases.
-type Asked = (usize, Vec<(u64, u64)>, Vec<u64>);
+/// What one segment asks of the group: the scenario, each pool's (firm, all) units of fluid
+/// work beyond the term capacity the gangs leave, each limit's weight held by the purchases and
+/// the gangs' instances, and each pool's hourly instances the gangs run on.
+type Asked = (usize, Vec<(u64, u64)>, Vec<u64>, Mixes);
 
 /// Instances per pool and hourly offer.
 type Mixes = Vec<Vec<u32>>;
@@ -527,18 +596,20 @@ fn together(
     asked: &[(u64, u64)],
     limits: &Limits,
     held: &[u64],
+    taken: &[Vec<u32>],
 ) -> Option<Vec<Vec<u32>>> {
     let mut mip = Mip::new();
     let mut columns: Vec<Vec<usize>> = Vec::with_capacity(data.len());
-    for (d, &(firm, all)) in data.iter().zip(asked) {
+    for ((d, &(firm, all)), taken) in data.iter().zip(asked).zip(taken) {
         let unit = u64::from(d.unit);
         let cols: Vec<(OfferKind, usize, f64)> = d.hourly[k]
             .iter()
-            .map(|o| {
+            .zip(taken)
+            .map(|(o, &gangs)| {
                 let size = u64::from(o.gpus) / unit;
                 let upper = o
                     .limit
-                    .map_or(f64::INFINITY, f64::from)
+                    .map_or(f64::INFINITY, |l| f64::from(l.saturating_sub(gangs)))
                     .min(all.div_ceil(size) as f64);
                 (o.kind, mip.add_col(o.price, 0.0, upper, true), size as f64)
             })
@@ -663,7 +734,7 @@ mod tests {
             20,
             "{chosen:?}"
         );
-        let plans = super::first_plan(&v, &data, &models, chosen, None).expect("a first plan");
+        let plans = super::first_plan(&v, &data, &models, chosen, &[], None).expect("a first plan");
         let plans: Vec<&PoolPlan> = plans.iter().collect();
         assert!(coupled::keeps_limits(&v, &plans));
         // Every hour's demand is covered, by blocks held and on-demand instances in use.
@@ -721,7 +792,7 @@ mod tests {
         assert_eq!(relaxed.status, MipStatus::Optimal);
         let chosen =
             super::rounded_up(&models, &offsets, &relaxed.values).expect("whole purchases");
-        let plans = super::first_plan(&v, &data, &models, chosen, None).expect("a first plan");
+        let plans = super::first_plan(&v, &data, &models, chosen, &[], None).expect("a first plan");
         assert!(coupled::keeps_limits(&v, &plans.iter().collect::<Vec<_>>()));
         let cost = crate::solver::plan::solution(&v, &plans).expected_cost;
         let constant: f64 = models.iter().map(|m| m.constant).sum();

@@ -39,7 +39,7 @@ use crate::problem::{OfferKind, Segment};
 
 use super::diagnose::Missing;
 use super::mip::Mip;
-use super::pool::{GangNeed, PoolData, gcd};
+use super::pool::{GangNeed, HourlyOffer, PoolData, gcd};
 use super::recourse::Recourse;
 
 /// A plan for one pool: purchases `(offer, start, instances)` and, per scenario, per offer,
@@ -531,7 +531,8 @@ impl<'a> PoolModel<'a> {
                 if !placements.is_empty() && data.gangs_in(k, j).next().is_some() {
                     // The gangs first, on their placements' terms and then on demand; the
                     // rest on the terms they leave and the least-cost mix.
-                    let (left, gang_counts) = gang_split(data, k, j, &placements, &held, term[j]);
+                    let at: Vec<u64> = held.iter().map(|h| h[j]).collect();
+                    let (left, gang_counts) = gang_split(data, k, j, &placements, &at, term[j]);
                     let (f, d) = data.fluid_units(k, j);
                     let mix = self.recourse[k].mix(f.saturating_sub(left), d.saturating_sub(left));
                     for (h, n) in mix.unwrap_or_default().into_iter().enumerate() {
@@ -619,9 +620,14 @@ impl<'a> PoolModel<'a> {
         self.recourse[k].mix(firm, all)
     }
 
-    /// The plan of purchases `chosen` and hourly instances `counts[k][h][j]` (scenario, hourly
-    /// offer, segment). It places no gang: first plans are not made for pools with gangs.
-    pub fn plan_of(&self, chosen: &[(usize, usize, u32)], counts: &[Vec<Vec<u32>>]) -> PoolPlan {
+    /// The plan of purchases `chosen`, hourly instances `counts[k][h][j]` (scenario, hourly
+    /// offer, segment) and gangs' `placements` (as [`PoolPlan::placements`]).
+    pub fn plan_of(
+        &self,
+        chosen: &[(usize, usize, u32)],
+        counts: &[Vec<Vec<u32>>],
+        placements: Vec<(usize, usize)>,
+    ) -> PoolPlan {
         let data = self.data;
         PoolPlan {
             purchases: chosen
@@ -640,7 +646,7 @@ impl<'a> PoolModel<'a> {
                         .collect()
                 })
                 .collect(),
-            placements: Vec::new(),
+            placements,
         }
     }
 
@@ -919,19 +925,20 @@ fn held_instances(data: &PoolData, chosen: &[(usize, usize, u32)]) -> Vec<Vec<u6
         .collect()
 }
 
-/// v3, where the hourly offers have least-cost curves: scenario k's gangs in segment j on
-/// their `placements` (`(gang, placement)` as `PoolPlan::placements`), each on its placement's
-/// held term instances (`held`, from [`held_instances`]) first and then on its cheapest
-/// on-demand offer. Returns the term units of the `term` active left to the rest of the work,
-/// and the instances of each hourly offer of scenario k the gangs run on. Terms go to the
-/// gangs first: the rest could run on the same on-demand offer, so it never saves more by
-/// them (the doc of `PoolModel::add_gang_rows`).
-fn gang_split(
+/// v3: scenario k's gangs in segment j on their `placements` (`(gang, placement)` as
+/// `PoolPlan::placements`), each on its placement's held term instances first (`held[t]`: the
+/// instances of `data.terms[t]` held in segment j) and then on its on-demand offers, cheapest
+/// first, each within its limit (the last takes what is left, even past its limit, for the
+/// caller to refuse). Returns the term units of the `term` active left to the rest of the
+/// work, and the instances of each hourly offer of scenario k the gangs run on. Terms go to the
+/// gangs first: the rest could run on the same on-demand offer, so it never saves more by them
+/// (the doc of `PoolModel::add_gang_rows`).
+pub(crate) fn gang_split(
     data: &PoolData,
     k: usize,
     j: usize,
     placements: &[(usize, usize)],
-    held: &[Vec<u64>],
+    held: &[u64],
     term: u64,
 ) -> (u64, Vec<u32>) {
     let mut counts = vec![0u32; data.hourly[k].len()];
@@ -958,17 +965,28 @@ fn gang_split(
             .iter()
             .zip(held)
             .filter(|(t, _)| offers.contains(&t.offer))
-            .map(|(_, h)| h[j])
+            .map(|(_, &h)| h)
             .sum::<u64>()
             .min(need);
         used += on_terms * u64::from(node / data.unit);
-        let cheapest = data.hourly[k]
+        let mut on_demand: Vec<(usize, &HourlyOffer)> = data.hourly[k]
             .iter()
             .enumerate()
             .filter(|(_, h)| h.kind == OfferKind::OnDemand && offers.contains(&h.offer))
-            .min_by(|a, b| a.1.price.total_cmp(&b.1.price));
-        if let Some((h, _)) = cheapest {
-            counts[h] += u32::try_from(need - on_terms).unwrap_or(u32::MAX);
+            .collect();
+        on_demand.sort_by(|a, b| a.1.price.total_cmp(&b.1.price));
+        let mut left = need - on_terms;
+        let last = on_demand.len().saturating_sub(1);
+        for (i, &(h, o)) in on_demand.iter().enumerate() {
+            let n = match o.limit {
+                Some(limit) if i < last => left.min(u64::from(limit)),
+                _ => left,
+            };
+            counts[h] = counts[h].saturating_add(u32::try_from(n).unwrap_or(u32::MAX));
+            left -= n;
+            if left == 0 {
+                break;
+            }
         }
     }
     (term.saturating_sub(used), counts)

@@ -166,15 +166,7 @@ impl PoolData {
         let mut terms = term_offers(v, scope);
         let (gangs, gang_needs, placements) = pool_gangs(v, p);
         // A gang's GPUs are firm demand: its nodes times its placements' node size.
-        let gang_gpus: Vec<Vec<Segment>> = gang_needs
-            .iter()
-            .map(|needs| {
-                needs
-                    .iter()
-                    .map(|n| Segment(n.from, n.to, n.nodes.saturating_mul(gangs[n.gang].node)))
-                    .collect()
-            })
-            .collect();
+        let gang_gpus: Vec<Vec<Segment>> = (0..scenarios).map(|k| v.gang_gpus(k, p)).collect();
         let mut demand_cuts = scope.cuts.clone();
         for (k, gangs) in gang_gpus.iter().enumerate() {
             let d = v.demand(k, p);
