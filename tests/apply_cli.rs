@@ -395,17 +395,24 @@ fn assert_took_over(project: &Project, rerun: &Output, id: &str) {
     );
 }
 
-#[test]
-fn killed_at_every_journal_boundary_then_rerun_buys_everything_exactly_once() {
-    // A full run writes: per block part intent, sent, done (3 records).
-    let (probe, probe_peer, parts) = setup();
-    let run = probe.apply(&probe_peer, "plan.json", &[]);
+/// Applies the plan once, whole, and returns how many journal records that wrote: an intent,
+/// `sent` and `done` for each of the `parts` block parts.
+fn journal_records_of_a_full_run(project: &Project, peer: &Ec2Peer, parts: usize) -> u64 {
+    let run = project.apply(peer, "plan.json", &[]);
     assert!(run.status.success(), "{}", text(&run.stderr));
-    let records = std::fs::read_to_string(probe.path(".gpucap/journal.jsonl"))
+    let records = std::fs::read_to_string(project.path(".gpucap/journal.jsonl"))
         .unwrap()
         .lines()
         .count() as u64;
     assert_eq!(records, 3 * parts as u64);
+    records
+}
+
+#[test]
+fn killed_at_every_journal_boundary_then_rerun_buys_everything_exactly_once() {
+    // A full run writes: per block part intent, sent, done (3 records).
+    let (probe, probe_peer, parts) = setup();
+    let records = journal_records_of_a_full_run(&probe, &probe_peer, parts);
 
     let started = Instant::now();
     for n in 1..=records {
@@ -637,4 +644,178 @@ fn apply_without_a_plan_file_plans_first() {
         text(&run.stderr)
     );
     assert!(!purchases(&peer).is_empty());
+}
+
+/// The example with one campaign of 560 H100s (70 nodes) for a week, placed whole: its plan
+/// buys two capacity blocks that carry it at once (AWS sells at most 64 instances a block).
+/// Returns the project and the peer's offerings for the plan, every part in us-east-1a.
+fn gang_project() -> (Project, Value) {
+    let project = Project::new();
+    std::fs::write(
+        project.path("campaigns.yaml"),
+        "campaigns:\n  - name: pretrain\n    team: research\n    accelerator: h100\n    \
+         gpus: 560\n    start: 2027-01-11T12:00:00Z\n    duration: 7d\n    \
+         interruptible: false\n    priority: critical\n",
+    )
+    .unwrap();
+    let plan = project.plan(NOW, "plan.json");
+    let pretrain = plan["campaigns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "pretrain")
+        .expect("the campaign in the plan");
+    assert_eq!(pretrain["placement"]["nodes"], 70, "{pretrain}");
+    let offers = offerings(&project, "plan.json");
+    assert!(planned_parts(&offers) >= 2, "two or more parts: {offers}");
+    (project, offers)
+}
+
+/// The zones of the peer's purchases: each offering's zone, as `offerings` configured it.
+fn purchase_zones(peer: &Ec2Peer, offerings: &[Value]) -> Vec<String> {
+    peer.record()["purchases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            let id = &p["offering_id"];
+            offerings
+                .iter()
+                .find(|o| &o["id"] == id)
+                .and_then(|o| o["zone"].as_str())
+                .unwrap_or("?")
+                .to_string()
+        })
+        .collect()
+}
+
+#[test]
+fn the_blocks_a_campaign_runs_on_at_once_are_bought_in_one_zone() {
+    let (project, offers) = gang_project();
+    // The first part is also offered, cheaper, in us-east-1b, and the last one only there
+    // besides us-east-1a: bought part by part, the cheapest offers would split the campaign's
+    // nodes between two zones. Every part in us-east-1b costs least as a whole.
+    let mut list = offers["offerings"].as_array().unwrap().clone();
+    let mut in_b = list[0].clone();
+    in_b["id"] = format!("{}-b", in_b["id"].as_str().unwrap()).into();
+    in_b["zone"] = "us-east-1b".into();
+    let fee: f64 = in_b["upfront_fee"].as_str().unwrap().parse().unwrap();
+    in_b["upfront_fee"] = format!("{:.2}", fee * 0.9).into();
+    let last = list.len() - 1;
+    let mut last_in_b = list[last].clone();
+    last_in_b["id"] = format!("{}-b", last_in_b["id"].as_str().unwrap()).into();
+    last_in_b["zone"] = "us-east-1b".into();
+    list.push(in_b);
+    list.push(last_in_b);
+    let parts = planned_parts(&offers);
+    let peer = Ec2Peer::start(&serde_json::json!({"offerings": list}));
+    let run = project.apply(&peer, "plan.json", &[]);
+    let (out, err) = (text(&run.stdout), text(&run.stderr));
+    assert!(run.status.success(), "{out}\n{err}");
+    let zones = purchase_zones(&peer, &list);
+    assert_eq!(zones.len(), parts, "{zones:?}\n{err}");
+    let first = &zones[0];
+    assert!(
+        zones.iter().all(|z| z == first),
+        "one zone: {zones:?}\n{err}"
+    );
+    if parts == 2 {
+        assert_eq!(first, "us-east-1b", "the cheaper zone for both: {err}");
+    }
+    assert!(err.contains("pretrain in "), "{err}");
+}
+
+#[test]
+fn when_the_second_zone_stops_offering_a_part_nothing_of_the_campaign_is_bought() {
+    let (project, offers) = gang_project();
+    // The last part's offering in us-east-1a vanished; it is offered only in a second zone,
+    // us-east-1b. No zone offers every part, so none is bought, not even those offered in
+    // us-east-1a.
+    let mut list = offers["offerings"].as_array().unwrap().clone();
+    let last = list.len() - 1;
+    list[last]["zone"] = "us-east-1b".into();
+    let peer = Ec2Peer::start(&serde_json::json!({"offerings": list}));
+    let run = project.apply(&peer, "plan.json", &[]);
+    let (out, err) = (text(&run.stdout), text(&run.stderr));
+    assert_eq!(
+        purchase_zones(&peer, &list),
+        Vec::<String>::new(),
+        "{out}\n{err}"
+    );
+    assert_eq!(peer.calls("PurchaseCapacityBlock"), 0, "{err}");
+    assert!(
+        err.contains("are not all offered in one zone, so none of them is bought")
+            && err.contains("`pretrain`")
+            && err.contains("offered in us-east-1b"),
+        "{err}"
+    );
+
+    // Then us-east-1a offers the last part again, and the next run buys them all there.
+    let mut list = offers["offerings"].as_array().unwrap().clone();
+    list[last]["id"] = format!("{}-again", list[last]["id"].as_str().unwrap()).into();
+    peer.configure(&serde_json::json!({"offerings": list}));
+    let run = project.apply(&peer, "plan.json", &[]);
+    assert!(run.status.success(), "{}", text(&run.stderr));
+    let zones = purchase_zones(&peer, &list);
+    assert_eq!(zones.len(), planned_parts(&offers), "{zones:?}");
+    assert!(zones.iter().all(|z| z == "us-east-1a"), "{zones:?}");
+}
+
+#[test]
+fn a_campaign_placed_whole_killed_at_every_journal_boundary_stays_in_one_zone() {
+    // Every part offered in us-east-1a and us-east-1b, us-east-1b cheaper for the group. After
+    // the kill, us-east-1a becomes the cheaper zone: a re-run that had forgotten where the
+    // first part was bought would buy the rest there and split the campaign's nodes.
+    let offers_in = |offers: &Value, cheaper: &str| -> Vec<Value> {
+        let mut list = Vec::new();
+        for o in offers["offerings"].as_array().unwrap() {
+            for zone in ["us-east-1a", "us-east-1b"] {
+                let mut o = o.clone();
+                o["id"] = format!("{}-{zone}", o["id"].as_str().unwrap()).into();
+                o["zone"] = zone.into();
+                if zone == cheaper {
+                    let fee: f64 = o["upfront_fee"].as_str().unwrap().parse().unwrap();
+                    o["upfront_fee"] = format!("{:.2}", fee * 0.95).into();
+                }
+                list.push(o);
+            }
+        }
+        list
+    };
+    let (probe, offers) = gang_project();
+    let parts = planned_parts(&offers);
+    let probe_peer =
+        Ec2Peer::start(&serde_json::json!({"offerings": offers_in(&offers, "us-east-1b")}));
+    let records = journal_records_of_a_full_run(&probe, &probe_peer, parts);
+
+    for n in 1..=records {
+        let (project, _) = gang_project();
+        let before = offers_in(&offers, "us-east-1b");
+        let peer = Ec2Peer::start(&serde_json::json!({"offerings": before}));
+        assert!(
+            apply_and_kill_at(&project, &peer, n),
+            "the run did not reach journal record {n}"
+        );
+        let after = offers_in(&offers, "us-east-1a");
+        peer.configure(&serde_json::json!({"offerings": after}));
+        let rerun = project.apply(&peer, "plan.json", &[]);
+        assert!(
+            rerun.status.success(),
+            "kill after record {n}: {}",
+            text(&rerun.stderr)
+        );
+        let bought = purchases(&peer);
+        assert_eq!(bought.len(), parts, "kill after record {n}: {bought:?}");
+        assert!(
+            bought.values().all(|c| *c == 1),
+            "kill after record {n}: {bought:?}"
+        );
+        let all: Vec<Value> = before.iter().chain(&after).cloned().collect();
+        let zones = purchase_zones(&peer, &all);
+        assert!(
+            zones.iter().all(|z| *z == zones[0]),
+            "kill after record {n}: the campaign's blocks in {zones:?}\n{}",
+            text(&rerun.stderr)
+        );
+    }
 }

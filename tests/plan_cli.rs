@@ -1116,6 +1116,89 @@ fn a_generated_quarter_of_ten_thousand_campaigns_passes_through_the_built_in_gat
 }
 
 #[test]
+fn a_campaign_may_name_its_node_size_or_allow_moving() {
+    // The snapshot sells H100s in GCP's us-central1 as a3-highgpu-1g, -2g and -8g (and
+    // a3-megagpu-8g). `gpus_per_node: 2`
+    // runs a 16-GPU campaign whole on 8 two-GPU nodes; `migration: allowed` leaves a 64-GPU
+    // run fluid (it may move); a size the pool does not sell is an error naming the field.
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir(dir.path().join("calendars")).expect("mkdir");
+    let config = dir.path().join("gpucap.toml");
+    std::fs::write(
+        &config,
+        "[planning]\nstart = 2027-01-04\nhorizon = \"4w\"\n\n\
+         [inputs]\ncalendars = [\"calendars/*\"]\n\n\
+         [pools.h100-central]\naccelerator = \"h100\"\nregions = [\"us-central1\"]\n\n\
+         [[scenarios]]\nname = \"expected\"\nprobability = 1.0\n\n[prices]\noffline = true\n",
+    )
+    .expect("config");
+    let calendar = dir.path().join("calendars/q1.yaml");
+    let write = |node: u32| {
+        std::fs::write(
+            &calendar,
+            format!(
+                "campaigns:\n\
+                 \x20 - {{name: small, accelerator: h100, gpus: 16, start: 2027-01-11, duration: 5d, gpus_per_node: {node}}}\n\
+                 \x20 - {{name: mover, accelerator: h100, gpus: 64, start: 2027-01-12, duration: 3d, migration: allowed}}\n"
+            ),
+        )
+        .expect("calendar")
+    };
+    write(2);
+    let (plan, problem, _) = plan_with_problem(&config, &[]);
+    assert_eq!(problem.schema, "gpucap.problem/v3");
+    let demand = &problem.scenarios[0].demand["h100-central"];
+    let gangs: Vec<(&str, u32, &[String])> = demand
+        .gangs
+        .iter()
+        .map(|g| (g.id.as_str(), g.nodes, g.placements.as_slice()))
+        .collect();
+    assert_eq!(
+        gangs,
+        [(
+            "small",
+            8,
+            &["h100-central/gcp/us-central1/a3-highgpu-2g".to_string()][..]
+        )],
+        "only `small` runs whole, on two-GPU nodes"
+    );
+    let small = plan
+        .campaigns
+        .iter()
+        .find(|c| c.name == "small")
+        .expect("small in the plan");
+    let placement = small.placement.as_ref().expect("small is placed");
+    assert_eq!(
+        (
+            placement.instance_type.as_str(),
+            placement.gpus_per_node,
+            placement.nodes
+        ),
+        ("a3-highgpu-2g", 2, 8)
+    );
+    let mover = plan
+        .campaigns
+        .iter()
+        .find(|c| c.name == "mover")
+        .expect("mover in the plan");
+    assert!(mover.placement.is_none(), "{mover:?}");
+
+    write(3);
+    let run = plan_cmd(&config, &[]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("q1.yaml")
+            && run.stderr.contains("`gpus_per_node`")
+            && run
+                .stderr
+                .contains("campaign `small` asks for nodes of 3 GPUs, but pool `h100-central` sells nodes of 1, 2 or 8 GPUs"),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains("InputError"), "{}", run.stderr);
+}
+
+#[test]
 fn with_placement_gangs_each_campaign_runs_whole_on_eight_gpu_nodes_in_one_place() {
     // The campaign-placement issue's 11:30 case: three campaigns of 512, 64 and 128 H100s in one
     // pool in us-east-1, which sells 1-GPU p5.4xlarge and 8-GPU p5.48xlarge instances. As
@@ -1312,10 +1395,11 @@ fn runs_on_cover_each_campaign_without_overdrawing(plan: &Plan) {
 
 #[test]
 fn the_quickstart_placed_as_gangs_runs_each_campaign_whole_in_one_region() {
-    // The campaign-placement issue's done-means on the quickstart: llm-70b-pretrain runs in
-    // one region on p5.48xlarge only, from start to end; no firm campaign of more than 8 GPUs
-    // runs on smaller nodes; no action carries more than it has; at most 12 purchases.
-    let dir = quickstart_with(|t| t.replace("[planning]\n", "[planning]\nplacement = \"gangs\"\n"));
+    // The campaign-placement issue's done-means on the quickstart (placed whole by default):
+    // llm-70b-pretrain runs in one region on p5.48xlarge only, from start to end; no firm
+    // campaign of more than 8 GPUs runs on smaller nodes; no action carries more than it has;
+    // at most 12 purchases.
+    let dir = quickstart_with(|t| t);
     let config = dir.path().join("gpucap.toml");
     let (plan, _, run) = plan_with_problem(&config, &[]);
     assert_eq!(run.code, 0, "{}", run.stderr);
@@ -1349,4 +1433,28 @@ fn the_quickstart_placed_as_gangs_runs_each_campaign_whole_in_one_region() {
         .map(|a| a.pieces.len().max(1))
         .sum();
     assert!(purchases <= 12, "{purchases} purchases");
+    // The price of being runnable: measured against the same GPU-hours as fluid work, which
+    // no runnable plan beats.
+    let fluid = plan.cost.fluid.as_ref().expect("the fluid comparison");
+    assert!(
+        fluid.bound <= fluid.expected_total && fluid.bound <= plan.cost.expected_total,
+        "{fluid:?} against {}",
+        plan.cost.expected_total
+    );
+    // Restarts cost an hour of the campaign's nodes at the placement's on-demand rate: the
+    // same rate per node-hour for every campaign on p5.48xlarge in us-east-1.
+    let rates: Vec<f64> = plan
+        .campaigns
+        .iter()
+        .filter_map(|c| c.placement.as_ref())
+        .filter(|p| p.restarts > 0 && p.region == "us-east-1")
+        .map(|p| p.restart_cost / f64::from(p.restarts * p.nodes))
+        .collect();
+    assert!(!rates.is_empty(), "some campaign restarts");
+    assert!(
+        rates
+            .iter()
+            .all(|r| (r - rates[0]).abs() < 1e-6 && *r > 10.0),
+        "{rates:?}"
+    );
 }

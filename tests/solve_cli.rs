@@ -445,7 +445,7 @@ fn gangs_are_placed_whole_and_the_table_says_where_they_run() {
         "gangs in scenario `expected`: each in one placement, on whole nodes, start to end",
         "aws/us-east-1/p5.48xlarge",
         "east/block/1d bought at 24",
-        "cost $7,312.00: being runnable costs $240.00 (3.2 %)",
+        "cost $7,312.00: being runnable costs $240.00 (3.3 %)",
     ] {
         assert!(text.contains(expected), "no `{expected}` in:\n{text}");
     }

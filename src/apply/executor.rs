@@ -34,7 +34,7 @@
 //! - **Only what gpucap made** is changed: the provider refuses anything not tagged
 //!   `managed-by=gpucap`, and releases only touch resources in the state.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -293,6 +293,9 @@ pub struct Executor<'a> {
     ice: IceCache,
     counters: Counters,
     progress: &'a (dyn Fn(&str) + Send + Sync),
+    /// Per capacity block part of a campaign placed whole: the zone all its group's parts are
+    /// bought in, or why none of them is ([`Executor::choose_zones`]).
+    zones: BTreeMap<String, Result<String, String>>,
 }
 
 impl<'a> Executor<'a> {
@@ -320,6 +323,7 @@ impl<'a> Executor<'a> {
             ice: IceCache::new(settings.ice_ttl),
             counters: Counters::default(),
             progress,
+            zones: BTreeMap::new(),
         }
     }
 
@@ -653,10 +657,110 @@ impl<'a> Executor<'a> {
         }
     }
 
+    /// Chooses, before anything is bought, the one zone for each group of capacity block parts
+    /// that a campaign placed whole runs on at once (`super::gangs`): the zone a block it runs
+    /// on at the same time was bought in (by an earlier run, perhaps one that was killed), or
+    /// else the cheapest zone where every part is offered now. A group offered in no one zone
+    /// is bought nowhere: each of its parts is then not done, saying where each is offered.
+    pub async fn choose_zones(&mut self, works: &[Work], plan: &Plan) {
+        let placed: BTreeSet<String> = plan
+            .campaigns
+            .iter()
+            .filter(|c| c.placement.is_some())
+            .map(|c| c.name.clone())
+            .collect();
+        for group in super::gangs::groups(works, &placed) {
+            let parts: Vec<&Part> = group
+                .parts
+                .iter()
+                .filter_map(|&i| match &works[i] {
+                    Work::Block(p) => Some(p),
+                    _ => None,
+                })
+                .collect();
+            let decision = match bought_zone(&self.state, plan, &group.campaigns, &parts) {
+                Some(zone) => Ok(zone),
+                None if parts.len() < 2 => continue,
+                None => {
+                    let mut quotes = Vec::with_capacity(parts.len());
+                    let mut failed = None;
+                    for part in &parts {
+                        match self.zone_quotes(part).await {
+                            Ok(q) => quotes.push(q),
+                            Err(reason) => {
+                                failed = Some(reason);
+                                break;
+                            }
+                        }
+                    }
+                    match failed {
+                        Some(reason) => Err(reason),
+                        None => super::gangs::common_zone(&group.campaigns, &parts, &quotes),
+                    }
+                }
+            };
+            if let Ok(zone) = &decision {
+                self.note(&format!(
+                    "  {} capacity block part(s) of {} in {zone}, together",
+                    parts.len(),
+                    group.campaigns.join(", ")
+                ));
+            }
+            for part in parts {
+                self.zones.insert(part.id.clone(), decision.clone());
+            }
+        }
+    }
+
+    /// Per zone, the cheapest offering now that matches `part` (its window, count and price
+    /// tolerance); `Err` when it cannot be quoted.
+    async fn zone_quotes(&self, part: &Part) -> Result<BTreeMap<String, f64>, String> {
+        let a = &part.action;
+        let Some(cloud) = self.cloud_of(&a.cloud) else {
+            return Err(format!("no {} provider in this build", a.cloud));
+        };
+        let query = block_query(part);
+        let offerings = self
+            .safe("DescribeCapacityBlockOfferings", || {
+                cloud.describe_offerings(&query)
+            })
+            .await
+            .map_err(|e| format!("re-quoting failed: {e}"))?;
+        let zones: BTreeSet<String> = offerings
+            .iter()
+            .filter_map(|o| o.placement.zone.clone())
+            .collect();
+        let mut out = BTreeMap::new();
+        for zone in zones {
+            let mut here = part.clone();
+            here.action.zone = Some(zone.clone());
+            if let Ok(o) = pick_offering(&here, &offerings, self.settings.price_tolerance) {
+                out.insert(zone, o.upfront_fee);
+            }
+        }
+        Ok(out)
+    }
+
     /// A capacity block part: re-quote, check, buy once, settle an unknown outcome. On GCP a
     /// block is a future reservation in calendar mode, requested by name instead
-    /// ([`Executor::requested_block`]).
+    /// ([`Executor::requested_block`]). A part of a campaign placed whole is bought in its
+    /// group's zone, or not at all ([`Executor::choose_zones`]).
     async fn block(&mut self, part: &Part) -> Result<Outcome, ApplyError> {
+        let zoned;
+        let part = match self.zones.get(&part.id) {
+            Some(Err(reason)) => {
+                return Ok(Outcome::NotDone {
+                    reason: reason.clone(),
+                });
+            }
+            Some(Ok(zone)) => {
+                let mut p = part.clone();
+                p.action.zone = Some(zone.clone());
+                zoned = p;
+                &zoned
+            }
+            None => part,
+        };
         let a = &part.action;
         let Some(cloud) = self.cloud_of(&a.cloud) else {
             return Ok(no_provider(&a.cloud));
@@ -669,15 +773,7 @@ impl<'a> Executor<'a> {
             zone: a.zone.clone(),
             instance_type: a.instance_type.clone(),
         };
-        let hours = u32::try_from((part.end - part.start).num_hours()).unwrap_or(0);
-        let query = BlockQuery {
-            region: a.region.clone(),
-            instance_type: a.instance_type.clone(),
-            instances: part.instances,
-            start_from: part.start,
-            start_to: part.start,
-            duration_hours: hours,
-        };
+        let query = block_query(part);
         let attempts = self.settings.retry_max_times.max(1) + 1;
         let mut last_reason = String::new();
         for attempt in 1..=attempts {
@@ -1706,6 +1802,49 @@ pub fn client_token(plan: &str, action: &str) -> String {
         format!("gpucap:{plan}:{action}").as_bytes(),
     )
     .to_string()
+}
+
+/// The zone of a capacity block in `state` that a group's campaigns run on at the same time as
+/// one of its `parts`: a part of one of their actions, or of another action of the plan that
+/// carries one of the `campaigns` in an overlapping window.
+fn bought_zone(
+    state: &State,
+    plan: &Plan,
+    campaigns: &[String],
+    parts: &[&Part],
+) -> Option<String> {
+    let actions: BTreeSet<&str> = parts.iter().map(|p| p.action.id.as_str()).collect();
+    state
+        .resources
+        .iter()
+        .filter(|r| r.kind == ResourceKind::CapacityBlock)
+        .find_map(|r| {
+            let base = r.action.split('#').next().unwrap_or(&r.action);
+            let at_once = match (r.start, r.end) {
+                (Some(start), Some(end)) => parts.iter().any(|p| start < p.end && p.start < end),
+                _ => false,
+            };
+            let carries = plan
+                .actions
+                .iter()
+                .any(|a| a.id == base && a.campaigns.iter().any(|c| campaigns.contains(c)));
+            (actions.contains(base) || (carries && at_once))
+                .then(|| r.zone.clone())
+                .flatten()
+        })
+}
+
+/// What to ask EC2 for one capacity block part: its instances, from its start, for its hours.
+fn block_query(part: &Part) -> BlockQuery {
+    let hours = u32::try_from((part.end - part.start).num_hours()).unwrap_or(0);
+    BlockQuery {
+        region: part.action.region.clone(),
+        instance_type: part.action.instance_type.clone(),
+        instances: part.instances,
+        start_from: part.start,
+        start_to: part.start,
+        duration_hours: hours,
+    }
 }
 
 /// The offering that matches a part: the same window, zone and count, at a price within the

@@ -9,7 +9,9 @@
 //! 3. work out what is left to do now ([`work`]): purchases not in the state yet (blocks
 //!    split into parts one block can hold), releases whose time has come, pools sized for now;
 //! 4. carry each out through the cloud's `Capacity` provider ([`executor`]), journalling every
-//!    mutating call before it is sent and recording what exists in the state after each;
+//!    mutating call before it is sent and recording what exists in the state after each; the
+//!    capacity blocks a campaign placed whole runs on at once are quoted first and bought in
+//!    one zone, or none of them ([`gangs`]);
 //! 5. let go of the lock and report, with what became of every due action ([`account`]).
 //!
 //! The checks that need the project (inputs unchanged, gates, approvals, quote ages) are
@@ -18,6 +20,7 @@
 
 pub mod account;
 pub mod executor;
+pub mod gangs;
 pub mod ice;
 pub mod preflight;
 pub mod reconcile;
@@ -188,6 +191,7 @@ async fn run_locked(r: &Run<'_>, guard: Option<&LockGuard>) -> Result<Summary, R
     }
 
     let todo = work::todo(r.plan, r.due, exec.state(), r.launch, r.settings.now);
+    exec.choose_zones(&todo.work, r.plan).await;
     let total = todo.work.len();
     let mut reports = Vec::with_capacity(total);
     for (i, w) in todo.work.iter().enumerate() {

@@ -31,6 +31,8 @@ const KEYS: &[&str] = &[
     "regions",
     "buffer",
     "team",
+    "gpus_per_node",
+    "migration",
 ];
 
 /// At most this many occurrences of one recurring event: a daily event over the 12-year
@@ -248,7 +250,7 @@ fn event_fields(event: &Event, loc: &Location) -> Result<Map<String, Value>, Inp
 /// stays a string so the campaign parser reports it with the field's name.
 fn typed_value(key: &str, value: &str) -> Value {
     match key {
-        "gpus" => value
+        "gpus" | "gpus_per_node" => value
             .parse::<i64>()
             .map(Value::from)
             .unwrap_or_else(|_| value.into()),

@@ -32,6 +32,23 @@ pub enum Priority {
     Low,
 }
 
+/// Whether a campaign that runs whole may move between places (`migration`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Migration {
+    /// It stays in one cloud, region and instance type from its start to its end (a gang,
+    /// where `[planning] placement = "gangs"`).
+    #[default]
+    None,
+    /// It may move between regions and instance types, checkpointing and restarting where
+    /// the plan says: planned as fluid work.
+    Allowed,
+}
+
+/// The most GPUs one node of any cloud holds (`gpus_per_node`): 8 for H100 and A100 today, 16
+/// for some older instance types (AWS p3dn, p2.16xlarge). A larger number is a typo.
+pub const MAX_GPUS_PER_NODE: u32 = 16;
+
 /// When a campaign runs.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Schedule {
@@ -81,6 +98,10 @@ pub struct Campaign {
     /// Fraction added for failed runs and experiments; `None` takes the config's default.
     pub buffer: Option<f64>,
     pub team: Option<String>,
+    /// GPUs per node when it runs whole; `None`: the pool's largest node.
+    pub gpus_per_node: Option<u32>,
+    /// Whether it may move between places while it runs.
+    pub migration: Migration,
     /// Where it was written.
     pub source: Location,
 }
@@ -107,6 +128,9 @@ pub struct RawCampaign {
     pub regions: Vec<String>,
     pub buffer: Option<f64>,
     pub team: Option<String>,
+    pub gpus_per_node: Option<i64>,
+    #[serde(default)]
+    pub migration: Migration,
     /// Free text for people; ignored by gpucap.
     pub notes: Option<String>,
 }
@@ -154,6 +178,8 @@ impl RawCampaign {
             regions: Vec::new(),
             buffer: None,
             team: None,
+            gpus_per_node: None,
+            migration: Migration::None,
             notes: None,
         }
     }
@@ -240,6 +266,29 @@ impl RawCampaign {
                 format!("buffer is a fraction between 0 and 10 (0.2 = +20 %), found {b}"),
             ));
         }
+        let gpus_per_node = match self.gpus_per_node {
+            None => None,
+            Some(_) if self.interruptible => {
+                return Err(FieldError {
+                    hint: Some(
+                        "interruptible work runs on any instance size; remove `gpus_per_node`, or set `interruptible: false`".into(),
+                    ),
+                    ..field_error(
+                        "gpus_per_node",
+                        "`gpus_per_node` is for campaigns that run whole, and this one is interruptible",
+                    )
+                });
+            }
+            Some(n) if n < 1 || n > i64::from(MAX_GPUS_PER_NODE) => {
+                return Err(field_error(
+                    "gpus_per_node",
+                    format!(
+                        "GPUs per node is a whole number from 1 to {MAX_GPUS_PER_NODE} (8 for H100 and A100 nodes), found {n}"
+                    ),
+                ));
+            }
+            Some(n) => Some(n as u32),
+        };
         for region in &self.regions {
             match Cloud::of_region(region) {
                 None => {
@@ -276,6 +325,8 @@ impl RawCampaign {
             regions: self.regions,
             buffer: self.buffer,
             team: self.team,
+            gpus_per_node,
+            migration: self.migration,
             source,
         })
     }
@@ -553,5 +604,37 @@ mod tests {
             "[[campaigns]]\nname = \"a\"\ngpus = 0\n\n[[campaigns]]\nname = \"b\"\ngpus = 0\n";
         assert_eq!(locate_indexed_field(toml, 1, "gpus"), Some(7));
         assert_eq!(locate_indexed_field(toml, 2, "gpus"), None);
+    }
+
+    fn campaign(edit: impl FnOnce(&mut RawCampaign)) -> Result<Campaign, FieldError> {
+        let mut raw = RawCampaign::new("train", Accelerator::parse("h100").expect("h100"));
+        raw.gpus = Some(64);
+        raw.start = Some(Timestamp(
+            crate::timespec::parse_timestamp("2027-01-04").expect("a date"),
+        ));
+        raw.duration = Some(Span::parse("7d").expect("a span"));
+        edit(&mut raw);
+        raw.validate(Location::file("q1.yaml"))
+    }
+
+    #[test]
+    fn gpus_per_node_is_a_node_size_for_work_that_runs_whole() {
+        let c = campaign(|r| r.gpus_per_node = Some(4)).expect("valid");
+        assert_eq!(c.gpus_per_node, Some(4));
+        assert_eq!(c.migration, Migration::None);
+        for bad in [0, -8, 17] {
+            let e = campaign(|r| r.gpus_per_node = Some(bad)).expect_err("out of range");
+            assert_eq!(e.field, "gpus_per_node");
+            assert!(e.message.contains(&format!("found {bad}")), "{}", e.message);
+        }
+        let e = campaign(|r| {
+            r.gpus_per_node = Some(8);
+            r.interruptible = true;
+        })
+        .expect_err("interruptible work has no node size");
+        assert_eq!(e.field, "gpus_per_node");
+        assert!(e.hint.is_some_and(|h| h.contains("interruptible")));
+        let c = campaign(|r| r.migration = Migration::Allowed).expect("valid");
+        assert_eq!(c.migration, Migration::Allowed);
     }
 }

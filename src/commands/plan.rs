@@ -191,14 +191,13 @@ fn make_with(
             now,
             book,
         )
-        .map_err(|e| {
-            let hint = e.hint();
-            let planner::PlannerError::NoOffers { pool, .. } = &e;
-            InputError::new(
+        .map_err(|e| match e {
+            planner::PlannerError::Campaign(input) => input,
+            planner::PlannerError::NoOffers { ref pool, .. } => InputError::new(
                 Location::file(&global.config).field(format!("pools.{pool}")),
                 e.to_string(),
             )
-            .with_hint(hint)
+            .with_hint(e.hint()),
         })
     };
     let mut book = planner::QuotaBook {
@@ -343,6 +342,16 @@ fn make_with(
     };
     progress.step("pricing the baselines");
     let baselines = solver::baselines(&validated, &options);
+    // With campaigns placed whole, the same GPU-hours as fluid work: what the plan is measured
+    // against (the price of being runnable).
+    let fluid = if validated.problem().is_v3() {
+        progress.step("pricing the same work as fluid GPU-hours");
+        problem::validate(problem::gangs::as_fluid(validated.problem()))
+            .ok()
+            .map(|f| solver::solve(&f, &options))
+    } else {
+        None
+    };
 
     let local = project
         .inputs
@@ -357,6 +366,8 @@ fn make_with(
         planned: &planned,
         solution: &solution,
         baselines: &baselines,
+        fluid: fluid.as_ref(),
+        restart_hours: project.config.planning.restart_hours,
         demand: &demand,
         campaigns: &project.campaigns,
         fingerprint,

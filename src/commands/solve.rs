@@ -230,11 +230,11 @@ fn gangs(v: &Validated, s: &Solution, options: &SolveOptions) -> String {
     let fluid = problem::validate(problem::gangs::as_fluid(v.problem()))
         .map(|f| solver::solve(&f, options));
     let price = match fluid {
-        Ok(f) if f.status == Status::Optimal && s.expected_cost > 0.0 => format!(
+        Ok(f) if f.status == Status::Optimal && f.expected_cost > 0.0 => format!(
             "the same GPUs as fluid work (any instance, any placement) cost {}: being runnable costs {} ({:.1} %)\n",
             dollars(f.expected_cost),
             dollars(s.expected_cost - f.expected_cost),
-            (s.expected_cost - f.expected_cost) / s.expected_cost * 100.0
+            (s.expected_cost - f.expected_cost) / f.expected_cost * 100.0
         ),
         _ => String::new(),
     };

@@ -384,6 +384,16 @@ pub struct Planning {
     /// measured against).
     #[serde(default)]
     pub placement: Placement,
+    /// What one restart of a campaign placed whole costs, in hours of the whole campaign's
+    /// nodes. A restart is a change of the capacity under it (on-demand to a block, one block
+    /// to the next): it stops at a checkpoint and starts again on the new nodes. Default 1:
+    /// writing the checkpoint at the change (10 min), the new nodes joining the job and
+    /// passing a quick GPU and network check (25 min), and reloading the checkpoint and
+    /// warming the data pipeline back to full speed (25 min). gpucap's estimate, not a
+    /// published figure: set your own. The plan reports each campaign's restarts at this cost,
+    /// priced at its placement's on-demand rate; the solver does not yet weigh them.
+    #[serde(default = "default_restart_hours")]
+    pub restart_hours: f64,
 }
 
 /// How campaigns that are not interruptible are placed (`[planning] placement`).
@@ -403,6 +413,7 @@ impl Default for Planning {
             min_purchase_instances: None,
             placement: Placement::default(),
             cost_per_purchase: default_cost_per_purchase(),
+            restart_hours: default_restart_hours(),
         }
     }
 }
@@ -412,6 +423,13 @@ pub const DEFAULT_COST_PER_PURCHASE: f64 = 1_000.0;
 
 fn default_cost_per_purchase() -> f64 {
     DEFAULT_COST_PER_PURCHASE
+}
+
+/// See [`Planning::restart_hours`].
+pub const DEFAULT_RESTART_HOURS: f64 = 1.0;
+
+fn default_restart_hours() -> f64 {
+    DEFAULT_RESTART_HOURS
 }
 
 fn default_horizon() -> Span {
@@ -702,6 +720,13 @@ impl Config {
             return Err(InputError::new(
                 at("planning.cost_per_purchase".into()),
                 format!("must be an amount in USD >= 0, found {cost}"),
+            ));
+        }
+        let restart = self.planning.restart_hours;
+        if !(restart.is_finite() && (0.0..=168.0).contains(&restart)) {
+            return Err(InputError::new(
+                at("planning.restart_hours".into()),
+                format!("must be hours from 0 to 168 (a week), found {restart}"),
             ));
         }
         for (id, pool) in &self.pools {

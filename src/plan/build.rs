@@ -19,8 +19,8 @@ use gpucap_provider::names::slug;
 
 use super::{
     Action, ActionKind, BaselineCost, CampaignPlacement, CampaignRef, CampaignRun, Cost,
-    Fingerprint, KindCost, MonthCost, PLAN_SCHEMA, Plan, PlanHorizon, PoolCost, PoolPlan, Quote,
-    Risk, ScenarioCost, SolutionSummary, Stranded, StrandedPool, TeamCost,
+    Fingerprint, FluidCost, KindCost, MonthCost, PLAN_SCHEMA, Plan, PlanHorizon, PoolCost,
+    PoolPlan, Quote, Risk, ScenarioCost, SolutionSummary, Stranded, StrandedPool, TeamCost,
 };
 
 /// Everything a plan is made from.
@@ -29,6 +29,10 @@ pub struct PlanInputs<'a> {
     pub planned: &'a Planned,
     pub solution: &'a Solution,
     pub baselines: &'a Baselines,
+    /// The same problem with no campaign placed whole, solved (v3 problems only).
+    pub fluid: Option<&'a Solution>,
+    /// `[planning] restart_hours`: what a restart of a campaign placed whole costs.
+    pub restart_hours: f64,
     pub demand: &'a DemandCurve,
     pub campaigns: &'a [Campaign],
     pub fingerprint: Fingerprint,
@@ -56,6 +60,8 @@ pub fn build(inputs: PlanInputs<'_>) -> Result<Plan, BuildError> {
         planned,
         solution,
         baselines,
+        fluid,
+        restart_hours,
         demand,
         campaigns,
         fingerprint,
@@ -370,6 +376,13 @@ pub fn build(inputs: PlanInputs<'_>) -> Result<Plan, BuildError> {
         ),
         by_scenario,
         by_kind,
+        fluid: fluid
+            .filter(|f| matches!(f.status, Status::Optimal | Status::Feasible))
+            .map(|f| FluidCost {
+                expected_total: f.expected_cost,
+                bound: f.bound.min(f.expected_cost),
+                proven: f.status == Status::Optimal,
+            }),
     };
 
     let baselines = baselines
@@ -478,7 +491,7 @@ pub fn build(inputs: PlanInputs<'_>) -> Result<Plan, BuildError> {
         campaigns: campaign_refs(
             demand,
             campaigns,
-            &placements(v, planned, solution),
+            &placements(v, planned, solution, restart_hours),
             &Carriers {
                 scenario: actions_scenario,
                 bought: &bought,
@@ -709,12 +722,14 @@ fn risk(
     }
 }
 
-/// Campaigns and forecasts as the gates see them.
-/// Where each gang of the solution runs, by campaign name, from the offers of its placement.
+/// Where each gang of the solution runs, by campaign name, from the offers of its placement,
+/// with its restarts priced at `restart_hours` of its nodes at the placement's on-demand rate
+/// (or, without one, its cheapest term's rate over its term).
 fn placements(
     v: &Validated,
     planned: &Planned,
     solution: &Solution,
+    restart_hours: f64,
 ) -> BTreeMap<String, CampaignPlacement> {
     let problem = v.problem();
     let mut out = BTreeMap::new();
@@ -736,6 +751,27 @@ fn placements(
                     .find(|x| x.id == g.gang)
             })
             .map_or(0, |x| x.nodes);
+        // What an hour of one node costs here: on demand, or else the cheapest term's rate.
+        let rate = |kind: OfferKind| {
+            problem
+                .offers
+                .iter()
+                .enumerate()
+                .filter(|(_, o)| {
+                    o.kind == kind && o.placement.as_deref() == Some(g.placement.as_str())
+                })
+                .filter_map(|(i, o)| match kind {
+                    OfferKind::Term => o
+                        .term_hours
+                        .filter(|&h| h > 0)
+                        .map(|h| v.term_cost_per_instance(i) / f64::from(h)),
+                    _ => Some(o.price_per_instance_hour),
+                })
+                .min_by(f64::total_cmp)
+        };
+        let node_hour = rate(OfferKind::OnDemand)
+            .or_else(|| rate(OfferKind::Term))
+            .unwrap_or(0.0);
         out.insert(
             g.gang.clone(),
             CampaignPlacement {
@@ -746,6 +782,7 @@ fn placements(
                 gpus_per_node: offer.gpus_per_instance,
                 nodes,
                 restarts: g.restarts,
+                restart_cost: f64::from(g.restarts) * restart_hours * f64::from(nodes) * node_hour,
             },
         );
     }

@@ -115,6 +115,20 @@ pub struct Cost {
     /// Each pool's cost shared among teams by their GPU-hours in the pool, per scenario.
     pub by_team: Vec<TeamCost>,
     pub by_kind: KindCost,
+    /// Where campaigns run whole: the same GPU-hours as fluid work (any instance size, any
+    /// place, hour by hour), solved the same way. The plan's expected total less its
+    /// `expected_total` is the price of being runnable. Absent when no campaign is placed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fluid: Option<FluidCost>,
+}
+
+/// The optimum the price of being runnable is measured against ([`Cost::fluid`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FluidCost {
+    pub expected_total: f64,
+    /// No fluid plan costs less; equal to `expected_total` when `proven`.
+    pub bound: f64,
+    pub proven: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -469,6 +483,10 @@ pub struct CampaignPlacement {
     /// Times the capacity under it changes in the first scenario (each a restart from a
     /// checkpoint).
     pub restarts: u32,
+    /// What those restarts cost, USD: `restarts × [planning] restart_hours × nodes ×` the
+    /// placement's on-demand price per node-hour. Reported, not yet weighed by the solver.
+    #[serde(default)]
+    pub restart_cost: f64,
 }
 
 /// A price the plan relies on, and where and when it was learnt.

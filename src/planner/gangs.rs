@@ -1,22 +1,25 @@
-//! Campaigns that run whole: with `[planning] placement = "gangs"`, each campaign that is not
-//! interruptible and needs more than one node becomes a gang of the problem
-//! (`docs/problem-v3.md`). It runs on whole nodes of the accelerator's largest size in one
+//! Campaigns that run whole: with `[planning] placement = "gangs"` (the default), each campaign
+//! that is not interruptible, may not move (`migration`, default `none`) and needs more than
+//! one node becomes a gang of the problem (`docs/problem-v3.md`). It runs on whole nodes in one
 //! place (pool, cloud, region and instance type), from its start to its end. Pure: it rewrites
 //! the problem the planner built.
 //!
-//! A pool's *node size* is the largest `gpus_per_instance` of its on-demand and term offers
-//! (8 GPUs for H100s and A100s). Every offer of that size has the placement
-//! `pool/cloud/region/instance_type`. A campaign's demand leaves the pool's fluid `firm`
-//! segments and becomes a gang of `ceil(GPUs / node size)` nodes in each scenario, placed in any
-//! of the pool's placements. Work that fits one node, interruptible work and forecasts stay
-//! fluid. A campaign whose demand in a scenario is not one run also stays fluid; that happens
-//! only when a scenario's horizon clips it into pieces.
+//! Every on-demand, spot and term offer with a known place gets the placement
+//! `pool/cloud/region/instance_type`. A campaign's *node size* is its `gpus_per_node`, or else
+//! its pool's largest `gpus_per_instance` of on-demand and term offers (8 GPUs for H100s and
+//! A100s). Its demand leaves the pool's fluid `firm` segments and becomes a gang of
+//! `ceil(GPUs / node size)` nodes in each scenario, placed in any of the pool's placements that
+//! sell nodes of that size. Work that fits one node (unless it says `gpus_per_node`),
+//! interruptible work, campaigns that may move and forecasts stay fluid. A campaign whose
+//! demand in a scenario is not one run also stays fluid; that happens only when a scenario's
+//! horizon clips it into pieces.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::calendar::Campaign;
+use crate::calendar::{Campaign, Migration};
 use crate::demand::{Contribution, DemandCurve, merge};
-use crate::problem::{Gang, OfferKind, PROBLEM_SCHEMA_V3, Problem};
+use crate::diagnostic::InputError;
+use crate::problem::{Gang, OfferKind, PROBLEM_SCHEMA_V3, Problem, Segment};
 
 use super::OfferInfo;
 
@@ -37,57 +40,100 @@ fn placement_of(info: &OfferInfo) -> String {
     )
 }
 
-/// Makes the non-interruptible campaigns of more than one node gangs of `problem`, and gives
-/// the offers of each pool's node size their placement. Returns a warning for each campaign
-/// left fluid for want of a placement.
+/// Per pool, node size (GPUs per instance) → the placements of on-demand and term offers
+/// selling nodes of that size.
+type Places = BTreeMap<String, BTreeMap<u32, BTreeSet<String>>>;
+
+/// Makes the campaigns that run whole gangs of `problem` (the module doc says which), and
+/// gives every offer with a known place its placement. Returns a warning for each campaign
+/// left fluid for want of a placement or past [`MAX_GANGS_PER_POOL`], or an error naming a
+/// campaign whose `gpus_per_node` its pool does not sell.
 pub fn place(
     problem: &mut Problem,
     demand: &DemandCurve,
     campaigns: &[Campaign],
     infos: &BTreeMap<String, OfferInfo>,
-) -> Vec<String> {
+) -> Result<Vec<String>, InputError> {
     let mut warnings = Vec::new();
-    // Per pool: its node size and its placements that can carry a gang.
-    let mut node: BTreeMap<String, u32> = BTreeMap::new();
-    for o in problem.offers.iter().filter(|o| o.kind != OfferKind::Spot) {
-        let size = node.entry(o.pool.clone()).or_insert(0);
-        *size = (*size).max(o.gpus_per_instance);
-    }
-    let mut placements: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut places: Places = BTreeMap::new();
     for o in &mut problem.offers {
         let Some(info) = infos.get(&o.id) else {
             continue;
         };
-        if node.get(&o.pool) == Some(&o.gpus_per_instance) {
-            let name = placement_of(info);
-            if o.kind != OfferKind::Spot {
-                placements
-                    .entry(o.pool.clone())
-                    .or_default()
-                    .insert(name.clone());
+        let name = placement_of(info);
+        if o.kind != OfferKind::Spot {
+            places
+                .entry(o.pool.clone())
+                .or_default()
+                .entry(o.gpus_per_instance)
+                .or_default()
+                .insert(name.clone());
+        }
+        o.placement = Some(name);
+    }
+    let whole: BTreeMap<&str, &Campaign> = campaigns
+        .iter()
+        .filter(|c| !c.interruptible && c.migration == Migration::None)
+        .map(|c| (c.name.as_str(), c))
+        .collect();
+    // A campaign's node size in a pool: its own, or the pool's largest.
+    let node_of = |c: &Campaign, pool: &str| {
+        c.gpus_per_node.or_else(|| {
+            places
+                .get(pool)
+                .and_then(|sizes| sizes.keys().next_back().copied())
+        })
+    };
+    // A firm contribution that runs whole: one run of a campaign above, of more than one node
+    // of its size (or of any size it names), with that run and its node size.
+    let candidate = |c: &Contribution, pool: &str| -> Option<(Segment, u32)> {
+        let campaign = whole.get(c.label.as_str())?;
+        let node = node_of(campaign, pool).filter(|&n| n > 0)?;
+        match c.segments.as_slice() {
+            [s] if s.value() > node || campaign.gpus_per_node.is_some() => Some((*s, node)),
+            _ => None,
+        }
+    };
+    // A size the campaign names must be sold in its pool.
+    for (p, pool) in demand.pools.iter().enumerate() {
+        for c in demand
+            .scenarios
+            .iter()
+            .flat_map(|s| &s.pools[p].contributions)
+        {
+            let Some(campaign) = whole.get(c.label.as_str()) else {
+                continue;
+            };
+            let sizes = places.get(&pool.id);
+            if let Some(n) = campaign.gpus_per_node
+                && !sizes.is_some_and(|s| s.contains_key(&n))
+            {
+                let sold: Vec<String> = sizes
+                    .map(|s| s.keys().map(u32::to_string).collect())
+                    .unwrap_or_default();
+                let sold = match sold.as_slice() {
+                    [] => "no nodes".to_string(),
+                    [one] => format!("nodes of {one} GPUs"),
+                    [rest @ .., last] => format!("nodes of {} or {last} GPUs", rest.join(", ")),
+                };
+                return Err(InputError::new(
+                    campaign.source.clone().field("gpus_per_node"),
+                    format!(
+                        "campaign `{}` asks for nodes of {n} GPUs, but pool `{}` sells {sold} in its places",
+                        campaign.name, pool.id
+                    ),
+                )
+                .with_hint("set `gpus_per_node` to a size the pool sells, or remove it to run on the largest"));
             }
-            o.placement = Some(name);
         }
     }
-    let gangs: BTreeSet<&str> = campaigns
-        .iter()
-        .filter(|c| !c.interruptible)
-        .map(|c| c.name.as_str())
-        .collect();
     // Per pool, the campaigns that may be gangs: the largest by GPU-hours in any scenario.
-    // A firm contribution that could run whole on nodes of `size` GPUs: one run of a campaign
-    // that is not interruptible, of more than one node.
-    let candidate = |c: &Contribution, size: u32| match c.segments.as_slice() {
-        [s] if gangs.contains(c.label.as_str()) && size > 0 && s.value() > size => Some(*s),
-        _ => None,
-    };
     let mut chosen: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
     for (p, pool) in demand.pools.iter().enumerate() {
-        let size = node.get(&pool.id).copied().unwrap_or(0);
         let mut sizes: BTreeMap<&str, u64> = BTreeMap::new();
         for curve in &demand.scenarios {
             for c in curve.pools[p].contributions.iter().filter(|c| !c.flex) {
-                if let Some(s) = candidate(c, size) {
+                if let Some((s, _)) = candidate(c, &pool.id) {
                     let gpu_hours = u64::from(s.value()) * u64::from(s.len());
                     let e = sizes.entry(c.label.as_str()).or_insert(0);
                     *e = (*e).max(gpu_hours);
@@ -125,41 +171,36 @@ pub fn place(
     let hours = problem.hours;
     for (scenario, curve) in problem.scenarios.iter_mut().zip(&demand.scenarios) {
         for (pool, pool_curve) in demand.pools.iter().zip(&curve.pools) {
-            let size = node.get(&pool.id).copied().unwrap_or(0);
-            let places: Vec<String> = placements
-                .get(&pool.id)
-                .map(|p| p.iter().cloned().collect())
-                .unwrap_or_default();
             let mut fluid = Vec::new();
             let mut placed = Vec::new();
             let whole = chosen.get(pool.id.as_str());
             for c in pool_curve.contributions.iter().filter(|c| !c.flex) {
-                let gang = match candidate(c, size) {
-                    // A campaign past the pool's most whole runs stays fluid (warned above).
-                    Some(_)
-                        if !places.is_empty() && !whole.is_some_and(|w| w.contains(&c.label)) =>
-                    {
-                        fluid.extend(c.segments.iter().copied());
-                        continue;
-                    }
-                    g => g,
+                let Some((s, node)) = candidate(c, &pool.id) else {
+                    fluid.extend(c.segments.iter().copied());
+                    continue;
                 };
-                match gang {
-                    Some(s) if !places.is_empty() => placed.push(Gang {
+                let at: Vec<String> = places
+                    .get(&pool.id)
+                    .and_then(|sizes| sizes.get(&node))
+                    .map(|p| p.iter().cloned().collect())
+                    .unwrap_or_default();
+                if at.is_empty() {
+                    warnings.push(format!(
+                        "campaign `{}` runs as fluid work in pool `{}`: no on-demand or term offer there sells nodes of {node} GPUs",
+                        c.label, pool.id
+                    ));
+                    fluid.extend(c.segments.iter().copied());
+                } else if !whole.is_some_and(|w| w.contains(&c.label)) {
+                    // Past the pool's most whole runs: fluid (warned above).
+                    fluid.extend(c.segments.iter().copied());
+                } else {
+                    placed.push(Gang {
                         id: c.label.clone(),
                         from: s.from(),
                         to: s.to(),
-                        nodes: s.value().div_ceil(size),
-                        placements: places.clone(),
-                    }),
-                    Some(_) => {
-                        warnings.push(format!(
-                            "campaign `{}` runs as fluid work in pool `{}`: no on-demand or term offer there sells nodes of {size} GPUs",
-                            c.label, pool.id
-                        ));
-                        fluid.extend(c.segments.iter().copied());
-                    }
-                    None => fluid.extend(c.segments.iter().copied()),
+                        nodes: s.value().div_ceil(node),
+                        placements: at,
+                    });
                 }
             }
             if placed.is_empty() {
@@ -181,5 +222,5 @@ pub fn place(
     }
     warnings.sort();
     warnings.dedup();
-    warnings
+    Ok(warnings)
 }

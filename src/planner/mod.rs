@@ -30,6 +30,7 @@ use rust_decimal::prelude::ToPrimitive;
 use crate::calendar::Campaign;
 use crate::config::Config;
 use crate::demand::DemandCurve;
+use crate::diagnostic::InputError;
 use crate::problem::{self, OfferKind, PROBLEM_SCHEMA_V2, Problem, Starts};
 
 pub use existing::ExistingCapacity;
@@ -88,11 +89,15 @@ pub enum PlannerError {
         accelerator: String,
         places: String,
     },
+    /// A campaign asks for what its pool does not sell (its file, line and field named).
+    #[error("{0}")]
+    Campaign(InputError),
 }
 
 impl PlannerError {
     pub fn hint(&self) -> String {
         match self {
+            PlannerError::Campaign(e) => e.hint.clone().unwrap_or_default(),
             PlannerError::NoOffers { .. } => "widen the pool's clouds or regions (or budget.allowed_clouds / allowed_regions), import a price catalog (`[prices] imports`), or check `gpucap prices --accelerator …` for where it is sold".into(),
         }
     }
@@ -441,8 +446,11 @@ pub fn build_with(
         shared_limits,
     };
     if config.planning.placement == crate::config::Placement::Gangs {
-        warnings.extend(gangs::place(&mut problem, demand, campaigns, &infos));
-        assumptions.push("campaigns that are not interruptible and need more than one node run whole: in one place (cloud, region, instance type), on whole nodes of the pool's largest instance size, from start to end; the capacity under one may change only at a restart from a checkpoint, which is not priced".into());
+        warnings.extend(
+            gangs::place(&mut problem, demand, campaigns, &infos)
+                .map_err(PlannerError::Campaign)?,
+        );
+        assumptions.push("campaigns that are not interruptible and need more than one node run whole: in one place (cloud, region, instance type), on whole nodes of the pool's largest instance size (or their `gpus_per_node`), from start to end; the capacity under one may change only at a restart from a checkpoint, which is not priced; campaigns with `migration: allowed` are fluid".into());
     }
     Ok(Planned {
         problem,

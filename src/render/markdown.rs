@@ -255,6 +255,12 @@ fn headline(md: &mut String, plan: &Plan) {
         "Irreversible (capacity blocks, commitments)".into(),
         dollars(plan.cost.irreversible),
     ]);
+    if let Some(f) = &plan.cost.fluid {
+        t.row(vec![
+            "Being runnable (campaigns placed whole)".into(),
+            text(&plan_view::runnable_phrase(plan.cost.expected_total, f)),
+        ]);
+    }
     match best_baseline(plan).and_then(|b| Some((b, saving(plan, b)?))) {
         Some((b, (amount, fraction))) => {
             let pct = fraction
@@ -463,7 +469,7 @@ fn campaigns(md: &mut String, plan: &Plan) {
             text(&plan_view::placement_place(p)),
             text(&plan_view::placement_size(p)),
             text(&plan_view::campaign_carriers(plan, c)),
-            p.restarts.to_string(),
+            text(&plan_view::restarts(p)),
         ]);
     }
     t.write(md);

@@ -130,6 +130,12 @@ fn headline(out: &mut String, plan: &Plan, style: Style) {
             ),
         ),
     ];
+    if let Some(f) = &cost.fluid {
+        rows.push((
+            "being runnable".into(),
+            plan_view::runnable_phrase(cost.expected_total, f),
+        ));
+    }
     match best_baseline(plan).and_then(|b| Some((b, saving(plan, b)?))) {
         Some((b, (amount, fraction))) => rows.push((
             format!("vs {}", clean(&b.name)),
@@ -318,7 +324,7 @@ fn campaigns(out: &mut String, plan: &Plan, style: Style) {
             text(&plan_view::placement_place(p)),
             text(&plan_view::placement_size(p)),
             text(&plan_view::campaign_carriers(plan, c)),
-            right(p.restarts),
+            right(plan_view::restarts(p)),
         ]);
     }
     push_table(out, &mut t);

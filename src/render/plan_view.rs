@@ -9,7 +9,7 @@ use chrono::{DateTime, Utc};
 
 use super::terminal::thousands;
 use crate::plan::{
-    Action, ActionKind, BaselineCost, CampaignPlacement, CampaignRef, KindCost, Plan,
+    Action, ActionKind, BaselineCost, CampaignPlacement, CampaignRef, FluidCost, KindCost, Plan,
     SolutionSummary,
 };
 use crate::policy::Decisions;
@@ -215,6 +215,35 @@ pub fn placed_campaigns(plan: &Plan) -> Vec<(&CampaignRef, &CampaignPlacement)> 
         .iter()
         .filter_map(|c| Some((c, c.placement.as_ref()?)))
         .collect()
+}
+
+/// A campaign's restarts and what they cost: `4 ($22,720)`, `0`.
+pub fn restarts(p: &CampaignPlacement) -> String {
+    if p.restarts == 0 || p.restart_cost <= 0.0 {
+        p.restarts.to_string()
+    } else {
+        format!("{} ({})", p.restarts, money(p.restart_cost))
+    }
+}
+
+/// The price of being runnable, in words: `+$113,627 (2.0 %) over the same GPU-hours as fluid
+/// work, $5,767,174`, with the fluid plan's bound when it is not proven optimal.
+pub fn runnable_phrase(total: f64, fluid: &FluidCost) -> String {
+    let price = total - fluid.expected_total;
+    let sign = if price < 0.0 { "-" } else { "+" };
+    let pct = share(price, fluid.expected_total)
+        .map(|f| format!(" ({})", percent(f.abs())))
+        .unwrap_or_default();
+    format!(
+        "{sign}{}{pct} over the same GPU-hours as fluid work, {}{}",
+        money(price.abs()),
+        money(fluid.expected_total),
+        if fluid.proven {
+            String::new()
+        } else {
+            format!(" (none below {})", money(fluid.bound))
+        }
+    )
 }
 
 /// When a campaign runs: `2027-01-18 → 2027-02-27` (empty where it has no demand in the
@@ -565,6 +594,28 @@ mod tests {
         );
         assert_eq!(solver_word(&summary("optimal", 0.0, 0.0)), "optimal");
         assert_eq!(solver_word(&summary("feasible", 1.0, f64::NAN)), "feasible");
+    }
+
+    #[test]
+    fn the_price_of_being_runnable_says_what_it_is_measured_against() {
+        let proven = FluidCost {
+            expected_total: 5_767_174.0,
+            bound: 5_767_174.0,
+            proven: true,
+        };
+        assert_eq!(
+            runnable_phrase(5_880_801.0, &proven),
+            "+$113,627 (2.0 %) over the same GPU-hours as fluid work, $5,767,174"
+        );
+        let found = FluidCost {
+            bound: 5_700_000.0,
+            proven: false,
+            ..proven
+        };
+        assert!(
+            runnable_phrase(5_880_801.0, &found)
+                .ends_with("as fluid work, $5,767,174 (none below $5,700,000)")
+        );
     }
 
     #[test]
