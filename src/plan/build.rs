@@ -379,9 +379,13 @@ pub fn build(inputs: PlanInputs<'_>) -> Result<Plan, BuildError> {
         fluid: fluid
             .filter(|f| matches!(f.status, Status::Optimal | Status::Feasible))
             .map(|f| FluidCost {
-                expected_total: f.expected_cost,
-                bound: f.bound.min(f.expected_cost),
-                proven: f.status == Status::Optimal,
+                expected_total: f.expected_cost - charges(v, f),
+                price: solution.expected_cost - f.expected_cost,
+                gap: if f.status == Status::Optimal || f.expected_cost <= 0.0 {
+                    0.0
+                } else {
+                    ((f.expected_cost - f.bound) / f.expected_cost).max(0.0)
+                },
             }),
     };
 
@@ -720,6 +724,25 @@ fn risk(
         worst_total: worst.map_or(0.0, |w| w.total),
         stranded,
     }
+}
+
+/// What a solution counts for the work of its purchases (`cost_per_purchase` per piece), which
+/// its expected cost includes and the plan's costs do not.
+fn charges(v: &Validated, solution: &Solution) -> f64 {
+    solution
+        .purchases
+        .iter()
+        .map(|p| {
+            let per = v
+                .problem()
+                .offers
+                .iter()
+                .find(|o| o.id == p.offer)
+                .and_then(|o| o.cost_per_purchase)
+                .unwrap_or(0.0);
+            f64::from(p.pieces) * per
+        })
+        .sum()
 }
 
 /// Where each gang of the solution runs, by campaign name, from the offers of its placement,

@@ -122,13 +122,16 @@ pub struct Cost {
     pub fluid: Option<FluidCost>,
 }
 
-/// The optimum the price of being runnable is measured against ([`Cost::fluid`]).
+/// The plan the price of being runnable is measured against ([`Cost::fluid`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FluidCost {
+    /// Its expected total, as [`Cost::expected_total`] counts it (prices only).
     pub expected_total: f64,
-    /// No fluid plan costs less; equal to `expected_total` when `proven`.
-    pub bound: f64,
-    pub proven: bool,
+    /// What the plan costs more than it, each counting `[planning] cost_per_purchase` for
+    /// every purchase (what both were solved for): the price of being runnable.
+    pub price: f64,
+    /// How far above the fluid optimum it may be, as a fraction (0: proven optimal).
+    pub gap: f64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

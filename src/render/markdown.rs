@@ -258,7 +258,7 @@ fn headline(md: &mut String, plan: &Plan) {
     if let Some(f) = &plan.cost.fluid {
         t.row(vec![
             "Being runnable (campaigns placed whole)".into(),
-            text(&plan_view::runnable_phrase(plan.cost.expected_total, f)),
+            text(&plan_view::runnable_phrase(f)),
         ]);
     }
     match best_baseline(plan).and_then(|b| Some((b, saving(plan, b)?))) {

@@ -131,10 +131,7 @@ fn headline(out: &mut String, plan: &Plan, style: Style) {
         ),
     ];
     if let Some(f) = &cost.fluid {
-        rows.push((
-            "being runnable".into(),
-            plan_view::runnable_phrase(cost.expected_total, f),
-        ));
+        rows.push(("being runnable".into(), plan_view::runnable_phrase(f)));
     }
     match best_baseline(plan).and_then(|b| Some((b, saving(plan, b)?))) {
         Some((b, (amount, fraction))) => rows.push((

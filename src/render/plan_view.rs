@@ -227,22 +227,27 @@ pub fn restarts(p: &CampaignPlacement) -> String {
 }
 
 /// The price of being runnable, in words: `+$113,627 (2.0 %) over the same GPU-hours as fluid
-/// work, $5,767,174`, with the fluid plan's bound when it is not proven optimal.
-pub fn runnable_phrase(total: f64, fluid: &FluidCost) -> String {
-    let price = total - fluid.expected_total;
-    let sign = if price < 0.0 { "-" } else { "+" };
-    let pct = share(price, fluid.expected_total)
-        .map(|f| format!(" ({})", percent(f.abs())))
+/// work, $5,767,174`, saying how far from optimal the fluid plan may be when it is not proven.
+pub fn runnable_phrase(fluid: &FluidCost) -> String {
+    let gap = if fluid.gap > 0.0 {
+        format!(" (within {:.2} % of its optimum)", fluid.gap * 100.0)
+    } else {
+        String::new()
+    };
+    // A fluid plan that is not proven optimal can cost more than the plan placed whole.
+    if fluid.price < 0.5 {
+        return format!(
+            "no more than the same GPU-hours as fluid work, {}{gap}",
+            money(fluid.expected_total)
+        );
+    }
+    let pct = share(fluid.price, fluid.expected_total)
+        .map(|f| format!(" ({})", percent(f)))
         .unwrap_or_default();
     format!(
-        "{sign}{}{pct} over the same GPU-hours as fluid work, {}{}",
-        money(price.abs()),
+        "+{}{pct} over the same GPU-hours as fluid work, {}{gap}",
+        money(fluid.price),
         money(fluid.expected_total),
-        if fluid.proven {
-            String::new()
-        } else {
-            format!(" (none below {})", money(fluid.bound))
-        }
     )
 }
 
@@ -600,21 +605,28 @@ mod tests {
     fn the_price_of_being_runnable_says_what_it_is_measured_against() {
         let proven = FluidCost {
             expected_total: 5_767_174.0,
-            bound: 5_767_174.0,
-            proven: true,
+            price: 113_627.0,
+            gap: 0.0,
         };
         assert_eq!(
-            runnable_phrase(5_880_801.0, &proven),
+            runnable_phrase(&proven),
             "+$113,627 (2.0 %) over the same GPU-hours as fluid work, $5,767,174"
         );
         let found = FluidCost {
-            bound: 5_700_000.0,
-            proven: false,
+            gap: 0.0036,
             ..proven
         };
         assert!(
-            runnable_phrase(5_880_801.0, &found)
-                .ends_with("as fluid work, $5,767,174 (none below $5,700,000)")
+            runnable_phrase(&found)
+                .ends_with("as fluid work, $5,767,174 (within 0.36 % of its optimum)")
+        );
+        let cheaper = FluidCost {
+            price: -9_000.0,
+            ..found
+        };
+        assert_eq!(
+            runnable_phrase(&cheaper),
+            "no more than the same GPU-hours as fluid work, $5,767,174 (within 0.36 % of its optimum)"
         );
     }
 
