@@ -1458,3 +1458,39 @@ fn the_quickstart_placed_as_gangs_runs_each_campaign_whole_in_one_region() {
         "{rates:?}"
     );
 }
+
+#[test]
+fn state_on_s3_without_credentials_is_said_in_words_not_a_debug_dump() {
+    // The nightly example's shared state, on a machine with no AWS credentials: the error
+    // names the bucket and what is missing, and carries none of the SDK's `Debug` dump of the
+    // credential look-ups (HTTP headers and bodies).
+    let dir = quickstart_with(|t| {
+        t + "\n[state]\nbackend = \"s3\"\nbucket = \"gpucap-state\"\nkey = \"q1/state.json\"\nregion = \"us-east-1\"\n"
+    });
+    let home = tempfile::tempdir().expect("an empty home");
+    let out = gpucap()
+        .arg("--config")
+        .arg(dir.path().join("gpucap.toml"))
+        .args(["plan", "--now", NOW, "--offline"])
+        .env("HOME", home.path())
+        .env_remove("AWS_ACCESS_KEY_ID")
+        .env_remove("AWS_SECRET_ACCESS_KEY")
+        .env_remove("AWS_SESSION_TOKEN")
+        .env_remove("AWS_PROFILE")
+        .env_remove("AWS_WEB_IDENTITY_TOKEN_FILE")
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+        .output()
+        .expect("run gpucap");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("s3://gpucap-state") && stderr.contains("no AWS credentials found"),
+        "{stderr}"
+    );
+    for dump in ["ProviderError(", "{ source", "SdkBody", "headers:"] {
+        assert!(
+            !stderr.contains(dump),
+            "a Debug dump ({dump}) in:\n{stderr}"
+        );
+    }
+}

@@ -435,6 +435,6 @@ pub(crate) async fn load_with_credentials(
     provider
         .provide_credentials()
         .await
-        .map_err(|e| aws_smithy_types::error::display::DisplayErrorContext(&e).to_string())?;
+        .map_err(|e| crate::error::in_words(&e))?;
     Ok(sdk)
 }

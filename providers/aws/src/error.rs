@@ -5,6 +5,22 @@
 use aws_sdk_ec2::error::{ProvideErrorMetadata, SdkError};
 use aws_smithy_runtime_api::http::Response as HttpResponse;
 
+/// An error and its causes in words, `outer: inner: …`, each said once. Not the SDK's
+/// `DisplayErrorContext`, which ends with the error's `Debug` dump (HTTP headers and bodies of
+/// credential look-ups): that is for logs, not for people.
+pub fn in_words(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut words: Vec<String> = Vec::new();
+    let mut next = Some(err);
+    while let Some(e) = next {
+        let text = e.to_string();
+        if !text.is_empty() && !words.iter().any(|w| w.contains(&text)) {
+            words.push(text);
+        }
+        next = e.source();
+    }
+    words.join(": ")
+}
+
 /// Error codes AWS uses for throttling (EC2 Query APIs, JSON APIs such as Pricing).
 const THROTTLING_CODES: &[&str] = &[
     "RequestLimitExceeded",
@@ -88,7 +104,7 @@ impl AwsError {
     where
         E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
     {
-        let detail = || aws_smithy_types::error::display::DisplayErrorContext(&err).to_string();
+        let detail = || in_words(&err);
         match &err {
             SdkError::ServiceError(service) => {
                 let code = err.code().map(str::to_string);
@@ -127,5 +143,46 @@ impl AwsError {
                 detail: detail(),
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::in_words;
+
+    #[derive(Debug)]
+    struct Outer(Inner);
+    #[derive(Debug)]
+    struct Inner {
+        _headers: &'static str,
+    }
+    impl std::fmt::Display for Outer {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("an error occurred while loading credentials")
+        }
+    }
+    impl std::fmt::Display for Inner {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("failed to load IMDS session token")
+        }
+    }
+    impl std::error::Error for Outer {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.0)
+        }
+    }
+    impl std::error::Error for Inner {}
+
+    #[test]
+    fn an_error_chain_is_words_without_its_debug_dump() {
+        let e = Outer(Inner {
+            _headers: "server: keryx",
+        });
+        let words = in_words(&e);
+        assert_eq!(
+            words,
+            "an error occurred while loading credentials: failed to load IMDS session token"
+        );
+        assert!(!words.contains("keryx") && !words.contains("Inner"));
     }
 }

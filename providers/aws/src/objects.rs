@@ -180,27 +180,13 @@ where
             key,
             format!(
                 "the request could not be built, nothing was sent: {}",
-                causes(&err)
+                crate::error::in_words(&err)
             ),
         )),
         // Timeouts, dispatch (connection) failures and unreadable answers: the request may
         // have reached S3.
-        _ => ObjectError::Transient(ObjectFailure::new(op, key, causes(&err))),
+        _ => ObjectError::Transient(ObjectFailure::new(op, key, crate::error::in_words(&err))),
     }
-}
-
-/// An error and its causes in words, `outer: inner: …` (without the SDK's debug dump).
-fn causes(err: &(dyn std::error::Error + 'static)) -> String {
-    let mut words: Vec<String> = Vec::new();
-    let mut next = Some(err);
-    while let Some(e) = next {
-        let text = e.to_string();
-        if !words.iter().any(|w| w.contains(&text)) {
-            words.push(text);
-        }
-        next = e.source();
-    }
-    words.join(": ")
 }
 
 /// The variant for an S3 answer with this status and code.
@@ -271,7 +257,7 @@ impl ObjectStore for S3Objects {
                 ObjectError::Transient(ObjectFailure::new(
                     "get",
                     key,
-                    format!("reading the body: {}", causes(&e)),
+                    format!("reading the body: {}", crate::error::in_words(&e)),
                 ))
             })?;
             Ok(Some(Object {

@@ -10,7 +10,6 @@
 use aws_sdk_ec2::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_ec2::operation::RequestId;
 use aws_smithy_runtime_api::http::Response as HttpResponse;
-use aws_smithy_types::error::display::DisplayErrorContext;
 use gpucap_provider::capacity::{ActError, ActErrorKind};
 
 /// No capacity for that type and place now (Karpenter's ICE list, less the quota codes).
@@ -100,7 +99,7 @@ pub fn classify<E>(api: &str, err: SdkError<E, HttpResponse>) -> ActError
 where
     E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
 {
-    let detail = DisplayErrorContext(&err).to_string();
+    let detail = crate::error::in_words(&err);
     let request_id = request_id(&err);
     let (kind, code, message) = match &err {
         SdkError::ServiceError(service) => {
