@@ -379,7 +379,7 @@ pub fn build(inputs: PlanInputs<'_>) -> Result<Plan, BuildError> {
         fluid: fluid
             .filter(|f| matches!(f.status, Status::Optimal | Status::Feasible))
             .map(|f| FluidCost {
-                expected_total: f.expected_cost - charges(v, f),
+                expected_total: f.expected_cost - charges(v, &index, f),
                 price: solution.expected_cost - f.expected_cost,
                 gap: if f.status == Status::Optimal || f.expected_cost <= 0.0 {
                     0.0
@@ -726,22 +726,14 @@ fn risk(
     }
 }
 
-/// What a solution counts for the work of its purchases (`cost_per_purchase` per piece), which
-/// its expected cost includes and the plan's costs do not.
-fn charges(v: &Validated, solution: &Solution) -> f64 {
+/// What a solution counts for the work of its purchases (each piece's cost, as
+/// `Validated::piece_rules` gives it), which its expected cost includes and the plan's costs do
+/// not. `index`: offer id to problem offer.
+fn charges(v: &Validated, index: &HashMap<&str, usize>, solution: &Solution) -> f64 {
     solution
         .purchases
         .iter()
-        .map(|p| {
-            let per = v
-                .problem()
-                .offers
-                .iter()
-                .find(|o| o.id == p.offer)
-                .and_then(|o| o.cost_per_purchase)
-                .unwrap_or(0.0);
-            f64::from(p.pieces) * per
-        })
+        .filter_map(|p| Some(f64::from(p.pieces) * v.piece_rules(*index.get(p.offer.as_str())?).2))
         .sum()
 }
 
