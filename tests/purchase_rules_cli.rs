@@ -105,9 +105,16 @@ fn the_quickstart_buys_nothing_larger_than_sold_shares_limits_once_and_checks_qu
         .expect("the us-east-1 P quota is checked");
     assert!(pools_of(&p_quota.offers).len() > 1, "{p_quota:?}");
     assert!(shared.iter().any(|l| l.id.starts_with("cap:aws/")));
-    let hours = plan.horizon.hours as usize;
+    // By the actions' exact times, in quarter hours: a plan laid on half hours may have two
+    // back-to-back actions in one hour.
+    let start: chrono::DateTime<chrono::Utc> = plan.horizon.start.parse().expect("a time");
+    let quarter = |t: &str| {
+        let t: chrono::DateTime<chrono::Utc> = t.parse().expect("a time");
+        ((t - start).num_minutes().max(0) / 15) as usize
+    };
+    let quarters = plan.horizon.hours as usize * 4;
     for limit in &problem.shared_limits {
-        let mut used = vec![0u64; hours];
+        let mut used = vec![0u64; quarters];
         for a in &plan.actions {
             let Some(&w) = limit.offers.get(&a.offer) else {
                 continue;
@@ -115,17 +122,18 @@ fn the_quickstart_buys_nothing_larger_than_sold_shares_limits_once_and_checks_qu
             if a.kind == ActionKind::Release {
                 continue;
             }
-            let to = (a.end_hour as usize).min(hours);
-            for u in used.iter_mut().take(to).skip(a.start_hour as usize) {
+            let to = quarter(&a.end).min(quarters);
+            for u in used.iter_mut().take(to).skip(quarter(&a.start)) {
                 *u += u64::from(w) * u64::from(a.instances);
             }
         }
-        let (hour, most) = used
+        let (at, most) = used
             .iter()
             .enumerate()
             .max_by_key(|(_, u)| **u)
-            .map(|(h, u)| (h, *u))
+            .map(|(q, u)| (q, *u))
             .unwrap_or_default();
+        let hour = at as f64 / 4.0;
         assert!(
             most <= limit.cap,
             "{}: {most} {} in use at hour {hour}, over the cap of {}",
@@ -148,15 +156,15 @@ fn the_quickstart_buys_nothing_larger_than_sold_shares_limits_once_and_checks_qu
         );
     }
     for q in &plan.quotas {
-        let mut used = vec![0u64; hours];
+        let mut used = vec![0u64; quarters];
         for a in plan
             .actions
             .iter()
             .filter(|a| a.kind != ActionKind::Release)
         {
             if let Some(&w) = q.offers.get(&a.offer) {
-                let to = (a.end_hour as usize).min(hours);
-                for u in used.iter_mut().take(to).skip(a.start_hour as usize) {
+                let to = quarter(&a.end).min(quarters);
+                for u in used.iter_mut().take(to).skip(quarter(&a.start)) {
                     *u += u64::from(w) * u64::from(a.instances);
                 }
             }

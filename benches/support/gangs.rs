@@ -162,10 +162,13 @@ pub fn problem(seed: u64) -> Problem {
             reason: Some("on-demand P instances".into()),
         });
     }
+    // Half-hour periods sometimes: the same numbers, each period half an hour (costs halve).
+    let period_minutes = rng.chance(0.3).then_some(30);
     Problem {
         schema: PROBLEM_SCHEMA_V3.to_string(),
         start: "2027-01-04T00:00:00Z".into(),
         hours,
+        period_minutes,
         pools,
         offers,
         scenarios,
@@ -178,7 +181,9 @@ pub fn problem(seed: u64) -> Problem {
 /// demand with no placement rules, whose optimum can only be lower.
 pub fn fluid(problem: &Problem) -> Problem {
     let mut fluid = problem.clone();
-    fluid.schema = "gpucap.problem/v2".into();
+    if fluid.period_minutes.is_none() {
+        fluid.schema = "gpucap.problem/v2".into();
+    }
     for offer in &mut fluid.offers {
         offer.placement = None;
     }

@@ -497,6 +497,7 @@ pub fn generate(shape: &Shape) -> Problem {
         schema: PROBLEM_SCHEMA.to_string(),
         start: "2027-01-04T00:00:00Z".to_string(),
         hours: shape.hours,
+        period_minutes: None,
         pools,
         offers: offers_all,
         scenarios,

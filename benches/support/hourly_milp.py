@@ -100,6 +100,8 @@ def build(problem, runs=False):
     index_of = {h: i for i, h in enumerate(cut)}
     offers = problem["offers"]
     scenarios = problem["scenarios"]
+    # v3: times count periods of this many minutes; prices stay per instance-hour.
+    period = (problem.get("period_minutes") or 60) / 60.0
     inf = highspy.kHighsInf
     cost, lower, upper, integer = [], [], [], []
     rows_lower, rows_upper, row_entries = [], [], []
@@ -124,7 +126,9 @@ def build(problem, runs=False):
         limit = offer.get("max_instances")
         limit = inf if limit is None else float(limit)
         term = offer["term_hours"]
-        price = offer["price_per_instance_hour"] * term + (offer.get("upfront_per_instance") or 0.0)
+        price = offer["price_per_instance_hour"] * term * period + (
+            offer.get("upfront_per_instance") or 0.0
+        )
         buy = {index_of[s]: column(price, 0.0, limit, True) for s in allowed_starts(offer, hours)}
         if problem["schema"] in ("gpucap.problem/v2", "gpucap.problem/v3") and any(
             offer.get(f) is not None
@@ -182,7 +186,11 @@ def build(problem, runs=False):
                         continue
                     limit = overrides.get(offer["id"], offer.get("max_instances"))
                     limit = inf if limit is None else float(limit)
-                    price = offer["price_per_instance_hour"] * (1.0 + (offer.get("overhead") or 0.0))
+                    price = (
+                        offer["price_per_instance_hour"]
+                        * (1.0 + (offer.get("overhead") or 0.0))
+                        * period
+                    )
                     x = column(p * price * length[t], 0.0, limit, True)
                     hourly[(k_index, o, t)] = x
                     all_row.append((x, g))

@@ -126,7 +126,7 @@ fn report(
         "Demand from {} to {} ({} h) — {} campaigns in {} calendars, {} forecast series; scenario `{}` (p = {})\n",
         h.start.format("%Y-%m-%d %H:%M"),
         h.end().format("%Y-%m-%d %H:%M"),
-        h.hours,
+        h.hours(),
         project.campaigns.len(),
         project.calendar_files.len(),
         project.forecasts.len(),
@@ -213,7 +213,7 @@ fn report(
             ]);
         }
         let _ = writeln!(out, "{months}");
-        let stack = Stack::of_pool(pc, h.hours, 8);
+        let stack = Stack::of_pool(pc, h.periods, 8);
         out.push_str(&stacked_chart(&stack, h, Size { width, height: 12 }, color));
         out.push('\n');
     }

@@ -180,6 +180,20 @@ fn make_with(
     let gathered = quotes::gather(&query, &clouds, &sources, global.quiet)?;
     gathered.report(global.quiet);
     let offers = &gathered.offers;
+    // Half hours where the instruments or the calendar need them (AWS blocks start at 11:30).
+    let minutes = planner::periods::minutes(
+        &project.config,
+        &demand,
+        &project.campaigns,
+        &project.forecasts,
+        offers,
+        &existing,
+    );
+    let demand = if minutes == demand.horizon.minutes {
+        demand
+    } else {
+        project.demand_in(project.horizon.with_period(minutes))?
+    };
 
     let build_problem = |book: &planner::QuotaBook| {
         planner::build_with(

@@ -128,17 +128,21 @@ impl Project {
         Ok((capacity, digest))
     }
 
-    /// The demand curve of this project.
+    /// The demand curve of this project, on whole hours.
     pub fn demand(&self) -> Result<DemandCurve, InputError> {
-        demand::build(&self.config, self.horizon, &self.campaigns, &self.forecasts).map_err(
-            |mut e| {
-                // Errors about a pool as a whole are the config's.
-                if e.location.file.is_none() {
-                    e.location.file = Some(self.config_path.clone());
-                }
-                e
-            },
-        )
+        self.demand_in(self.horizon)
+    }
+
+    /// The demand curve of this project on `horizon` (the project's, in periods of another
+    /// length: [`crate::planner::periods`]).
+    pub fn demand_in(&self, horizon: Horizon) -> Result<DemandCurve, InputError> {
+        demand::build(&self.config, horizon, &self.campaigns, &self.forecasts).map_err(|mut e| {
+            // Errors about a pool as a whole are the config's.
+            if e.location.file.is_none() {
+                e.location.file = Some(self.config_path.clone());
+            }
+            e
+        })
     }
 }
 

@@ -138,8 +138,10 @@ fn right(text: impl ToString) -> Cell {
     Cell::new(text).set_alignment(CellAlignment::Right)
 }
 
-fn when(v: &Validated, hour: u32) -> String {
-    timespec::rfc3339(v.start() + Hours::hours(i64::from(hour)))
+/// The time of period `period` (an hour unless the problem says `period_minutes`).
+fn when(v: &Validated, period: u32) -> String {
+    let minutes = i64::from(v.problem().period_minutes());
+    timespec::rfc3339(v.start() + Hours::minutes(i64::from(period) * minutes))
 }
 
 fn summary(v: &Validated, s: &Solution, options: &SolveOptions) -> String {
@@ -156,10 +158,13 @@ fn summary(v: &Validated, s: &Solution, options: &SolveOptions) -> String {
         0.0
     };
     out += &format!(
-        "status: {status}\nexpected cost: {}   bound: {}   gap: {gap:.4} %\nhorizon: {} hours from {}; {} pools, {} offers, {} scenarios\n",
+        "status: {status}\nexpected cost: {}   bound: {}   gap: {gap:.4} %\nhorizon: {} from {}; {} pools, {} offers, {} scenarios\n",
         dollars(s.expected_cost),
         dollars(s.bound),
-        problem.hours,
+        match problem.period_minutes() {
+            60 => format!("{} hours", problem.hours),
+            m => format!("{} periods of {m} minutes", problem.hours),
+        },
         problem.start,
         problem.pools.len(),
         problem.offers.len(),

@@ -1,5 +1,5 @@
-//! The demand curve: hourly firm and flex GPUs per pool, per scenario, built from campaigns
-//! and forecasts. Pure: the inputs are already parsed.
+//! The demand curve: firm and flex GPUs per pool, period by period (hours unless an input
+//! needs half or quarter hours), per scenario, built from campaigns and forecasts. Pure: the inputs are already parsed.
 //!
 //! Order of operations, per scenario: a campaign's buffer is applied first (`gpus × (1 +
 //! buffer)`), then the scenario's scale, rounded up to whole GPUs; the scenario's slip moves the
@@ -44,7 +44,8 @@ impl Contribution {
             .sum()
     }
 
-    pub fn gpu_hours(&self) -> u64 {
+    /// GPU-periods (GPU-hours on an hourly horizon; see [`Horizon::hours_of`]).
+    pub fn gpu_periods(&self) -> u64 {
         self.segments
             .iter()
             .map(|s| s.len() as u64 * s.2 as u64)
@@ -83,7 +84,10 @@ pub struct DemandCurve {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct DemandDocument {
     pub start: String,
+    /// Periods (hours unless `period_minutes` says otherwise).
     pub hours: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub period_minutes: Option<u32>,
     pub pools: Vec<String>,
     pub scenarios: Vec<Scenario>,
 }
@@ -170,8 +174,8 @@ pub fn build(
                         .filter(move |c| c.flex == flex)
                         .flat_map(|c| c.segments.iter().copied())
                 };
-                curve.firm = merge(horizon.hours, of(false));
-                curve.flex = merge(horizon.hours, of(true));
+                curve.firm = merge(horizon.periods, of(false));
+                curve.flex = merge(horizon.periods, of(true));
             }
             for (pool, curve) in pools.iter().zip(&curves) {
                 check_peak(pool, s, curve)?;
@@ -276,7 +280,7 @@ fn forecast_contribution(
         label: format!("forecast:{}", crate::text::visible(&name)),
         team: f.team.clone(),
         flex: f.flex,
-        segments: merge(horizon.hours, segments.into_iter()),
+        segments: merge(horizon.periods, segments.into_iter()),
     })
 }
 
@@ -325,7 +329,8 @@ impl DemandCurve {
     pub fn document(&self) -> DemandDocument {
         DemandDocument {
             start: rfc3339(self.horizon.start),
-            hours: self.horizon.hours,
+            hours: self.horizon.periods,
+            period_minutes: (self.horizon.minutes != 60).then_some(self.horizon.minutes),
             pools: self.pools.iter().map(|p| p.id.clone()).collect(),
             scenarios: self
                 .scenarios

@@ -44,7 +44,8 @@ pub struct PoolSummary {
 
 /// Summaries of every pool in one scenario.
 pub fn summarise(curve: &DemandCurve, scenario: usize) -> Vec<PoolSummary> {
-    let hours = curve.horizon.hours;
+    let h = curve.horizon;
+    let hours = h.periods;
     curve
         .pools
         .iter()
@@ -77,14 +78,14 @@ pub fn summarise(curve: &DemandCurve, scenario: usize) -> Vec<PoolSummary> {
                 peak_hour,
                 peak_firm_gpus: peak_hour.map_or(0, |h| firm[h as usize]),
                 peak_flex_gpus: peak_hour.map_or(0, |h| flex[h as usize]),
-                firm_gpu_hours: firm.iter().map(|&v| v as u64).sum(),
-                flex_gpu_hours: flex.iter().map(|&v| v as u64).sum(),
+                firm_gpu_hours: h.hours_of(firm.iter().map(|&v| v as u64).sum()),
+                flex_gpu_hours: h.hours_of(flex.iter().map(|&v| v as u64).sum()),
                 months: months
                     .into_iter()
                     .map(|(month, (f, x))| Month {
                         month,
-                        firm_gpu_hours: f,
-                        flex_gpu_hours: x,
+                        firm_gpu_hours: h.hours_of(f),
+                        flex_gpu_hours: h.hours_of(x),
                     })
                     .collect(),
                 drivers: peak_hour.map(|h| drivers(pc, h)).unwrap_or_default(),
@@ -119,19 +120,20 @@ pub struct ScenarioSummary {
 }
 
 pub fn compare_scenarios(curve: &DemandCurve) -> Vec<ScenarioSummary> {
-    let hours = curve.horizon.hours;
+    let hours = curve.horizon.periods;
     curve
         .scenarios
         .iter()
         .map(|s| ScenarioSummary {
             name: s.name.clone(),
             probability: s.probability,
-            gpu_hours: s
-                .pools
-                .iter()
-                .flat_map(|p| p.firm.iter().chain(&p.flex))
-                .map(|seg| seg.len() as u64 * seg.2 as u64)
-                .sum(),
+            gpu_hours: curve.horizon.hours_of(
+                s.pools
+                    .iter()
+                    .flat_map(|p| p.firm.iter().chain(&p.flex))
+                    .map(|seg| seg.len() as u64 * seg.2 as u64)
+                    .sum(),
+            ),
             peak_gpus: s
                 .pools
                 .iter()

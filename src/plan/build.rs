@@ -13,7 +13,7 @@ use crate::demand::{self, DemandCurve};
 use crate::planner::{OfferInfo, Planned};
 use crate::problem::{OfferKind, Segment, Solution, Status, Validated};
 use crate::solver::Baselines;
-use crate::timespec::{Horizon, month_hours, rfc3339};
+use crate::timespec::{Horizon, rfc3339};
 
 use gpucap_provider::names::slug;
 
@@ -74,7 +74,10 @@ pub fn build(inputs: PlanInputs<'_>) -> Result<Plan, BuildError> {
     }
     let problem = v.problem();
     let horizon = demand.horizon;
+    // The solution's times are periods (hours, or half or quarter hours); the plan's
+    // `start_hour`, `end_hour` and pools' segments are whole hours.
     let hours = problem.hours;
+    let per_hour = horizon.per_hour();
     let index: HashMap<&str, usize> = problem
         .offers
         .iter()
@@ -106,7 +109,7 @@ pub fn build(inputs: PlanInputs<'_>) -> Result<Plan, BuildError> {
     let mut months: BTreeMap<String, f64> = BTreeMap::new();
     let mut pool_cost = vec![0.0; problem.pools.len()];
     let mut pool_term_cost = vec![0.0; problem.pools.len()];
-    let mut pool_term_gpu_hours = vec![0.0; problem.pools.len()];
+    let mut pool_term_gpu_periods = vec![0.0; problem.pools.len()];
     let mut term_segments: Vec<Vec<Segment>> = vec![Vec::new(); problem.pools.len()];
     let mut existing_segments: Vec<Vec<Segment>> = vec![Vec::new(); problem.pools.len()];
     let mut irreversible = 0.0;
@@ -146,7 +149,7 @@ pub fn build(inputs: PlanInputs<'_>) -> Result<Plan, BuildError> {
         let cost = f64::from(purchase.instances) * v.term_cost_per_instance(i);
         pool_cost[p] += cost;
         pool_term_cost[p] += cost;
-        pool_term_gpu_hours[p] += f64::from(cover) * f64::from(segment.2);
+        pool_term_gpu_periods[p] += f64::from(cover) * f64::from(segment.2);
         *kind_slot(&mut by_kind, info.purchase) += cost;
         if info.purchase.is_irreversible() {
             irreversible += cost;
@@ -161,8 +164,9 @@ pub fn build(inputs: PlanInputs<'_>) -> Result<Plan, BuildError> {
         let term = info.term.as_ref();
         let offset = Duration::minutes(term.map_or(0, |t| t.start_offset_minutes));
         let real_start = horizon.time_of(purchase.start_hour) + offset;
-        let billed = term.map_or(cover, |t| t.billed_hours);
-        let real_end = real_start + Duration::hours(i64::from(billed));
+        let billed = term.map_or(cover, |t| t.billed_periods);
+        let real_end =
+            real_start + Duration::minutes(i64::from(billed) * i64::from(horizon.minutes));
         let lead = Duration::hours(i64::from(term.map_or(0, |t| t.lead_hours)));
         let kind = match info.purchase {
             PurchaseKind::CapacityBlock => ActionKind::PurchaseCapacityBlock,
@@ -183,8 +187,8 @@ pub fn build(inputs: PlanInputs<'_>) -> Result<Plan, BuildError> {
             gpus: segment.2,
             start: rfc3339(real_start),
             end: rfc3339(real_end),
-            start_hour: purchase.start_hour,
-            end_hour: purchase.start_hour + cover,
+            start_hour: purchase.start_hour / per_hour,
+            end_hour: (purchase.start_hour + cover).div_ceil(per_hour),
             due: rfc3339((real_start - lead).max(now)),
             bookable_from: term
                 .and_then(|t| t.max_advance_hours)
@@ -300,8 +304,8 @@ pub fn build(inputs: PlanInputs<'_>) -> Result<Plan, BuildError> {
                     gpus: s.2 * o.gpus_per_instance,
                     start: rfc3339(start),
                     end: rfc3339(end),
-                    start_hour: s.0,
-                    end_hour: s.1,
+                    start_hour: s.0 / per_hour,
+                    end_hour: s.1.div_ceil(per_hour),
                     due: rfc3339(start.max(now)),
                     bookable_from: None,
                     cost,
@@ -409,7 +413,7 @@ pub fn build(inputs: PlanInputs<'_>) -> Result<Plan, BuildError> {
         &term_segments,
         &existing_segments,
         &pool_term_cost,
-        &pool_term_gpu_hours,
+        &pool_term_gpu_periods,
         &cost.by_scenario,
     );
 
@@ -427,12 +431,24 @@ pub fn build(inputs: PlanInputs<'_>) -> Result<Plan, BuildError> {
                 .map(ToString::to_string)
                 .collect(),
             regions: pool.regions.clone(),
-            demand_firm: scenario_curve.pools[p].firm.clone(),
-            demand_flex: scenario_curve.pools[p].flex.clone(),
-            term: demand::merge(hours, term_segments[p].iter().copied()),
-            on_demand: demand::merge(hours, run_segments[p][0].iter().copied()),
-            spot: demand::merge(hours, run_segments[p][1].iter().copied()),
-            existing: demand::merge(hours, existing_segments[p].iter().copied()),
+            demand_firm: in_hours(&horizon, &scenario_curve.pools[p].firm),
+            demand_flex: in_hours(&horizon, &scenario_curve.pools[p].flex),
+            term: in_hours(
+                &horizon,
+                &demand::merge(hours, term_segments[p].iter().copied()),
+            ),
+            on_demand: in_hours(
+                &horizon,
+                &demand::merge(hours, run_segments[p][0].iter().copied()),
+            ),
+            spot: in_hours(
+                &horizon,
+                &demand::merge(hours, run_segments[p][1].iter().copied()),
+            ),
+            existing: in_hours(
+                &horizon,
+                &demand::merge(hours, existing_segments[p].iter().copied()),
+            ),
         })
         .collect();
 
@@ -469,7 +485,7 @@ pub fn build(inputs: PlanInputs<'_>) -> Result<Plan, BuildError> {
         horizon: PlanHorizon {
             start: rfc3339(horizon.start),
             end: rfc3339(horizon.end()),
-            hours,
+            hours: horizon.hours(),
         },
         fingerprint,
         solution: SolutionSummary {
@@ -581,9 +597,33 @@ fn spread(
     if per_hour == 0.0 {
         return;
     }
-    for (month, hours) in month_hours(horizon.start, from, to) {
-        *months.entry(month).or_default() += per_hour * f64::from(hours);
+    for (month, periods) in horizon.month_periods(from, to) {
+        *months.entry(month).or_default() += per_hour * f64::from(periods);
     }
+}
+
+/// Segments over the horizon's periods as segments over whole hours, each hour at the most
+/// its periods hold (the same segments on a grid of whole hours).
+fn in_hours(horizon: &Horizon, segments: &[Segment]) -> Vec<Segment> {
+    let per = horizon.per_hour();
+    if per == 1 {
+        return segments.to_vec();
+    }
+    let values = demand::hourly(horizon.periods, segments);
+    let hourly: Vec<u32> = values
+        .chunks(per as usize)
+        .map(|c| c.iter().copied().max().unwrap_or(0))
+        .collect();
+    let mut out: Vec<Segment> = Vec::new();
+    for (h, &v) in hourly.iter().enumerate() {
+        let h = h as u32;
+        match out.last_mut() {
+            Some(last) if last.1 == h && last.2 == v => last.1 = h + 1,
+            _ if v > 0 => out.push(Segment(h, h + 1, v)),
+            _ => {}
+        }
+    }
+    out
 }
 
 /// Campaigns (and forecasts) with demand in pool `p` during `[from, to)`: in scenario `only`
@@ -634,7 +674,7 @@ fn by_team(
             }
             let mut hours: BTreeMap<Option<String>, f64> = BTreeMap::new();
             for c in &curve.contributions {
-                *hours.entry(c.team.clone()).or_default() += c.gpu_hours() as f64;
+                *hours.entry(c.team.clone()).or_default() += c.gpu_periods() as f64;
             }
             let total: f64 = hours.values().sum();
             if total == 0.0 {
@@ -663,13 +703,14 @@ fn by_team(
 
 /// Worst scenario, and term GPU-hours bought but idle in each scenario (capacity already owned
 /// is used first; idle hours are priced at the pool's average term price per GPU-hour).
+/// `hours` and the segments count the horizon's periods.
 fn risk(
     demand: &DemandCurve,
     hours: u32,
     term: &[Vec<Segment>],
     existing: &[Vec<Segment>],
     pool_term_cost: &[f64],
-    pool_term_gpu_hours: &[f64],
+    pool_term_gpu_periods: &[f64],
     by_scenario: &[ScenarioCost],
 ) -> Risk {
     let worst = by_scenario
@@ -696,16 +737,17 @@ fn risk(
                     let after_owned = need.saturating_sub(owned_hourly[p][t]);
                     idle += u64::from(term_hourly[p][t].saturating_sub(after_owned));
                 }
-                gpu_hours += idle;
                 let mut pool_cost = 0.0;
-                if pool_term_gpu_hours[p] > 0.0 {
-                    pool_cost = idle as f64 * pool_term_cost[p] / pool_term_gpu_hours[p];
+                if pool_term_gpu_periods[p] > 0.0 {
+                    pool_cost = idle as f64 * pool_term_cost[p] / pool_term_gpu_periods[p];
                     cost += pool_cost;
                 }
+                let idle_hours = demand.horizon.hours_of(idle);
+                gpu_hours += idle_hours;
                 if idle > 0 {
                     pools.push(StrandedPool {
                         pool: demand.pools[p].id.clone(),
-                        gpu_hours: idle,
+                        gpu_hours: idle_hours,
                         cost: pool_cost,
                     });
                 }
@@ -779,7 +821,7 @@ fn placements(
                     OfferKind::Term => o
                         .term_hours
                         .filter(|&h| h > 0)
-                        .map(|h| v.term_cost_per_instance(i) / f64::from(h)),
+                        .map(|h| v.term_cost_per_instance(i) / (f64::from(h) * v.period_hours())),
                     _ => Some(o.price_per_instance_hour),
                 })
                 .min_by(f64::total_cmp)

@@ -290,7 +290,10 @@ pub struct Action {
     /// time.
     pub start: String,
     pub end: String,
-    /// The same as hours from the horizon start (`end_hour` may pass the horizon for terms).
+    /// The same as whole hours from the horizon start: the hours the action touches, from the
+    /// one `start` falls in to the one `end` ends (`end_hour` may pass the horizon for terms).
+    /// A plan laid on half hours (AWS blocks start at 11:30) rounds them out, so two
+    /// back-to-back actions may share an hour; `start` and `end` are exact.
     pub start_hour: u32,
     pub end_hour: u32,
     /// The latest time the action must be taken: `start` less the offer's lead time. `apply`

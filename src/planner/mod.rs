@@ -18,6 +18,7 @@ pub mod existing;
 pub mod gangs;
 pub mod limits;
 pub mod offers;
+pub mod periods;
 pub mod spot;
 pub mod terms;
 
@@ -31,7 +32,7 @@ use crate::calendar::Campaign;
 use crate::config::Config;
 use crate::demand::DemandCurve;
 use crate::diagnostic::InputError;
-use crate::problem::{self, OfferKind, PROBLEM_SCHEMA_V2, Problem, Starts};
+use crate::problem::{self, OfferKind, PROBLEM_SCHEMA_V2, PROBLEM_SCHEMA_V3, Problem, Starts};
 
 pub use existing::ExistingCapacity;
 pub use limits::{QuotaBook, QuotaLimit, QuotaOrigin};
@@ -345,18 +346,19 @@ pub fn build_with(
                         None => terms::choices(o, &horizon, now),
                     };
                     for choice in choices {
-                        if choice.starts.is_empty() || choice.cover_hours == 0 {
+                        if choice.starts.is_empty() || choice.cover_periods == 0 {
                             continue;
                         }
                         let hourly = money(o.price_per_instance_hour);
                         let upfront = money(o.upfront);
-                        // The problem bills `price × term_hours + upfront`; where the billed
-                        // length differs from the hours covered (AWS blocks), all of it is
-                        // upfront.
-                        let (price, upfront) = if choice.billed_hours == choice.cover_hours {
+                        // The problem bills `price × term × period + upfront`; where the billed
+                        // length differs from the periods covered (AWS blocks on whole hours),
+                        // all of it is upfront.
+                        let (price, upfront) = if choice.billed_periods == choice.cover_periods {
                             (hourly, upfront)
                         } else {
-                            (0.0, hourly * f64::from(choice.billed_hours) + upfront)
+                            let billed = f64::from(choice.billed_periods) * horizon.period_hours();
+                            (0.0, hourly * billed + upfront)
                         };
                         add(
                             problem::Offer {
@@ -367,7 +369,7 @@ pub fn build_with(
                                 price_per_instance_hour: price,
                                 overhead: None,
                                 upfront_per_instance: Some(upfront),
-                                term_hours: Some(choice.cover_hours),
+                                term_hours: Some(choice.cover_periods),
                                 starts: Some(Starts::List(choice.starts.clone())),
                                 max_instances: o.max_instances,
                                 min_purchase_instances: min_purchase,
@@ -399,8 +401,8 @@ pub fn build_with(
         let gcp = purchase_rules::for_offer(Cloud::Gcp, PurchaseKind::CapacityBlock, None);
         assumptions.push(format!(
             "capacity blocks as the clouds sell them (purchase rules, gpucap_provider::purchase_rules): AWS blocks of {} days from 11:30 UTC after a day's notice, up to 64 instances each and 256 across blocks, bookable up to 8 weeks ahead (later starts are booked by a later run at that day's price); GCP calendar-mode reservations of {} days from 00:00 UTC, up to 80 VMs each; a purchase larger than one block is bought as several (pieces)",
-            ranges(&terms::block_days(aws, horizon.hours)),
-            ranges(&terms::block_days(gcp, horizon.hours)),
+            ranges(&terms::block_days(aws, horizon.hours())),
+            ranges(&terms::block_days(gcp, horizon.hours())),
         ));
     }
     if kinds_seen.contains(&PurchaseKind::Reservation) {
@@ -436,9 +438,16 @@ pub fn build_with(
     }
 
     let mut problem = Problem {
-        schema: PROBLEM_SCHEMA_V2.to_string(),
+        // Periods shorter than an hour are a v3 field.
+        schema: if doc.period_minutes.is_some() {
+            PROBLEM_SCHEMA_V3
+        } else {
+            PROBLEM_SCHEMA_V2
+        }
+        .to_string(),
         start: doc.start,
         hours: doc.hours,
+        period_minutes: doc.period_minutes,
         pools: doc.pools,
         offers: problem_offers,
         scenarios: doc.scenarios,
@@ -506,14 +515,15 @@ fn existing_offer(
         .filter(fits)
         .find(|p| e.pool.as_deref() == Some(p.id.as_str()))
         .or_else(|| demand.pools.iter().find(fits))?;
-    // Only the hours it covers whole: a block from 11:30 to 11:30 serves neither the hour it
-    // starts in nor the one it ends in, so counting them would leave half an hour unplanned.
+    // Only the periods it covers whole: on a grid of whole hours a block from 11:30 to 11:30
+    // serves neither the hour it starts in nor the one it ends in, so counting them would
+    // leave half an hour unplanned. On half hours it serves all of its periods.
     let horizon = demand.horizon;
-    let from = e.start.map_or(0, |t| horizon.hour_ceil(t)).max(0);
+    let from = e.start.map_or(0, |t| horizon.ceil(t)).max(0);
     let to = e
         .end
-        .map_or(i64::from(horizon.hours), |t| horizon.hour_floor(t))
-        .min(i64::from(horizon.hours));
+        .map_or(i64::from(horizon.periods), |t| horizon.floor(t))
+        .min(i64::from(horizon.periods));
     if from >= to || e.instances == 0 {
         return None;
     }

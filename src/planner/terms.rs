@@ -7,9 +7,11 @@
 //!   ([`gpucap_provider::purchase_rules`]): on AWS 1 to 14 days by the day and then by the week
 //!   up to 182 days, from 11:30 UTC after a day's notice, up to eight weeks ahead. Lengths
 //!   longer than the horizon are not offered (a shorter one reaching the horizon's end costs
-//!   less). An AWS block runs 11:30 to 11:30: gpucap counts the whole hours inside it (12:00 to
-//!   11:00 of the last day) and bills every hour. The whole fee is paid when booking. A live
-//!   offering with a date and length is offered exactly as sold.
+//!   less). An AWS block runs 11:30 to 11:30: on a grid of half hours it covers all of it; on a
+//!   grid of whole hours (no pool buys blocks, or periods chosen otherwise) gpucap counts the
+//!   whole periods inside it (12:00 to 11:00 of the last day). Every hour is billed, and the
+//!   whole fee is paid when booking. A live offering with a date and length is offered exactly
+//!   as sold.
 //! - **Capacity reservations without a term** (AWS ODCR, GCP reservations, Azure capacity
 //!   reservations): billed per hour while they exist, released at will; offered as windows of
 //!   [`RESERVATION_DAYS`] starting any day at 00:00 UTC, each followed by a release.
@@ -20,7 +22,7 @@
 //! out): the plan keeps it with the date it becomes bookable, and a later run books it at the
 //! price of that day — the rolling horizon.
 
-use chrono::{DateTime, Duration, Timelike, Utc};
+use chrono::{DateTime, Timelike, Utc};
 use gpucap_provider::purchase_rules::{self, PurchaseRule, StartTime};
 use gpucap_provider::{Offer, PurchaseKind};
 
@@ -32,18 +34,20 @@ pub const BLOCK_DAYS: &[u32] = &[1, 2, 3, 7, 14, 28];
 /// length and cancelled at will), few enough to keep the problem small.
 pub const RESERVATION_DAYS: &[u32] = &[1, 7, 14, 28];
 
-/// One way to buy a term offer: a length and the hours it may start at.
+/// One way to buy a term offer: a length and the periods it may start at (the horizon's
+/// periods: hours, or half or quarter hours).
 #[derive(Debug, Clone, PartialEq)]
 pub struct TermChoice {
     /// Suffix of the problem offer id, e.g. `7d`.
     pub label: String,
-    /// Whole horizon hours the purchase serves.
-    pub cover_hours: u32,
-    /// Hours billed (the term's length, used or not).
-    pub billed_hours: u32,
-    /// Allowed start hours (ascending, inside the horizon).
+    /// Whole horizon periods the purchase serves.
+    pub cover_periods: u32,
+    /// Periods billed (the term's length, used or not).
+    pub billed_periods: u32,
+    /// Allowed start periods (ascending, inside the horizon).
     pub starts: Vec<u32>,
-    /// Minutes from the start hour to the real start (AWS blocks: -30, i.e. 11:30).
+    /// Minutes from the start period to the real start (an AWS block on whole hours: -30,
+    /// i.e. 11:30 for a start period of 12:00; 0 on half hours).
     pub start_offset_minutes: i64,
     /// Notice needed before the start, hours.
     pub lead_hours: u32,
@@ -56,19 +60,19 @@ pub struct TermChoice {
 /// The ways `offer` (a capacity block, reservation or commitment) can be bought in `horizon`,
 /// planning at `now`.
 pub fn choices(offer: &Offer, horizon: &Horizon, now: DateTime<Utc>) -> Vec<TermChoice> {
-    let now_hour = horizon.hour_ceil(now).max(0);
+    let now_period = horizon.ceil(now).max(0);
     match offer.kind {
         PurchaseKind::OnDemand | PurchaseKind::Spot => Vec::new(),
-        PurchaseKind::CapacityBlock => blocks(offer, horizon, now, now_hour),
+        PurchaseKind::CapacityBlock => blocks(offer, horizon, now, now_period),
         PurchaseKind::Reservation if offer.term_hours.is_none() => {
             let lead = offer.lead_time_hours.unwrap_or(0);
-            let starts = daily(horizon, now_hour + i64::from(lead), 0);
+            let starts = daily(horizon, now_period + i64::from(horizon.periods_of(lead)), 0);
             RESERVATION_DAYS
                 .iter()
                 .map(|&d| TermChoice {
                     label: format!("{d}d"),
-                    cover_hours: d * 24,
-                    billed_hours: d * 24,
+                    cover_periods: horizon.periods_of(d * 24),
+                    billed_periods: horizon.periods_of(d * 24),
                     starts: starts.clone(),
                     start_offset_minutes: 0,
                     lead_hours: lead,
@@ -81,14 +85,14 @@ pub fn choices(offer: &Offer, horizon: &Horizon, now: DateTime<Utc>) -> Vec<Term
             let Some(term) = offer.term_hours.filter(|&h| h > 0) else {
                 return Vec::new();
             };
-            if now_hour >= i64::from(horizon.hours) {
+            if now_period >= i64::from(horizon.periods) {
                 return Vec::new();
             }
             vec![TermChoice {
                 label: term_label(term),
-                cover_hours: term,
-                billed_hours: term,
-                starts: vec![now_hour as u32],
+                cover_periods: horizon.periods_of(term),
+                billed_periods: horizon.periods_of(term),
+                starts: vec![now_period as u32],
                 start_offset_minutes: 0,
                 lead_hours: 0,
                 max_advance_hours: None,
@@ -111,9 +115,9 @@ pub fn in_window(
         return Vec::new();
     };
     let first = horizon
-        .hour_ceil(now)
-        .max(earliest.map_or(0, |t| horizon.hour_ceil(t)));
-    let last = latest.map_or(i64::from(horizon.hours), |t| horizon.hour_floor(t));
+        .ceil(now)
+        .max(earliest.map_or(0, |t| horizon.ceil(t)));
+    let last = latest.map_or(i64::from(horizon.periods), |t| horizon.floor(t));
     let starts: Vec<u32> = daily(horizon, first, 0)
         .into_iter()
         .filter(|&h| i64::from(h) <= last)
@@ -123,8 +127,8 @@ pub fn in_window(
     }
     vec![TermChoice {
         label: term_label(term),
-        cover_hours: term,
-        billed_hours: term,
+        cover_periods: horizon.periods_of(term),
+        billed_periods: horizon.periods_of(term),
         starts,
         start_offset_minutes: 0,
         lead_hours: 0,
@@ -133,15 +137,27 @@ pub fn in_window(
     }]
 }
 
-fn blocks(offer: &Offer, horizon: &Horizon, now: DateTime<Utc>, now_hour: i64) -> Vec<TermChoice> {
+fn blocks(
+    offer: &Offer,
+    horizon: &Horizon,
+    now: DateTime<Utc>,
+    now_period: i64,
+) -> Vec<TermChoice> {
     let rule = purchase_rules::for_offer(offer.cloud, offer.kind, offer.term_hours);
-    // A block starting at 11:30 runs to 11:30: whole hours from 12:00, one hour fewer than
-    // billed. One starting on the hour loses nothing.
-    let (start_hour_of_day, offset, lost) = match rule.map(|r| r.start) {
-        Some(StartTime::DailyAt { hour, minute }) if minute > 0 => {
-            ((hour + 1) % 24, i64::from(minute) - 60, 1)
+    // A block starting between periods (11:30 on a grid of whole hours) serves whole periods
+    // from the next one (12:00), one period fewer than billed. One starting on the grid loses
+    // nothing.
+    let (start_period_of_day, offset, lost) = match rule.map(|r| r.start) {
+        Some(StartTime::DailyAt { hour, minute }) => {
+            let at = hour * 60 + minute;
+            let first = at.div_ceil(horizon.minutes);
+            let offset = i64::from(at) - i64::from(first * horizon.minutes);
+            (
+                first % horizon.periods_of(24),
+                offset,
+                u32::from(offset != 0),
+            )
         }
-        Some(StartTime::DailyAt { hour, .. }) => (hour, 0, 0),
         _ => (0, 0, 0),
     };
     let lead = offer
@@ -150,18 +166,25 @@ fn blocks(offer: &Offer, horizon: &Horizon, now: DateTime<Utc>, now_hour: i64) -
     let max_advance = rule.and_then(|r| r.max_advance_days).map(|d| d * 24);
     if let (Some(at), Some(term)) = (offer.earliest_start, offer.term_hours) {
         // A dated offering: exactly what is on sale.
-        let first = horizon.hour_ceil(at);
-        if first < now_hour || first >= i64::from(horizon.hours) || term <= lost {
+        let first = horizon.ceil(at);
+        let term = horizon.periods_of(term);
+        if first < now_period || first >= i64::from(horizon.periods) {
             return Vec::new();
         }
-        let real_start = horizon.time_of(first as u32) + Duration::minutes(offset);
-        if real_start < now {
+        let real_start = horizon.time_of(first as u32);
+        let offset = (at - real_start).num_minutes();
+        let lost = u32::from(offset != 0);
+        if at < now || term <= lost {
             return Vec::new();
         }
         return vec![TermChoice {
-            label: format!("{}@{}", term_label(term), at.format("%Y%m%dT%H%M")),
-            cover_hours: term - lost,
-            billed_hours: term,
+            label: format!(
+                "{}@{}",
+                term_label(offer.term_hours.unwrap_or(0)),
+                at.format("%Y%m%dT%H%M")
+            ),
+            cover_periods: term - lost,
+            billed_periods: term,
             starts: vec![first as u32],
             start_offset_minutes: offset,
             lead_hours: 0,
@@ -169,16 +192,20 @@ fn blocks(offer: &Offer, horizon: &Horizon, now: DateTime<Utc>, now_hour: i64) -
             releasable: false,
         }];
     }
-    let starts = daily(horizon, now_hour + i64::from(lead), start_hour_of_day);
+    let starts = daily(
+        horizon,
+        now_period + i64::from(horizon.periods_of(lead)),
+        start_period_of_day,
+    );
     let days = match offer.term_hours {
         Some(h) if h.is_multiple_of(24) && h > 0 => vec![h / 24],
-        _ => block_days(rule, horizon.hours),
+        _ => block_days(rule, horizon.hours()),
     };
     days.iter()
         .map(|&d| TermChoice {
             label: format!("{d}d"),
-            cover_hours: d * 24 - lost,
-            billed_hours: d * 24,
+            cover_periods: horizon.periods_of(d * 24) - lost,
+            billed_periods: horizon.periods_of(d * 24),
             starts: starts.clone(),
             start_offset_minutes: offset,
             lead_hours: lead,
@@ -203,19 +230,21 @@ pub fn block_days(rule: Option<&PurchaseRule>, hours: u32) -> Vec<u32> {
     out
 }
 
-/// Hours at `hour_of_day` UTC from `earliest` to the end of the horizon.
-fn daily(horizon: &Horizon, earliest: i64, hour_of_day: u32) -> Vec<u32> {
+/// The periods starting `period_of_day` periods after 00:00 UTC, from `earliest` to the end of
+/// the horizon.
+fn daily(horizon: &Horizon, earliest: i64, period_of_day: u32) -> Vec<u32> {
     let earliest = earliest.max(0);
-    let shift = i64::from((24 + hour_of_day - horizon.start.hour() % 24) % 24);
-    let mut first = shift;
+    let day = i64::from(horizon.periods_of(24));
+    let start_of_day = i64::from(horizon.periods_of(horizon.start.hour()));
+    let mut first = (day + i64::from(period_of_day) - start_of_day % day) % day;
     if first < earliest {
-        first += (earliest - first).div_euclid(24) * 24;
+        first += (earliest - first).div_euclid(day) * day;
         if first < earliest {
-            first += 24;
+            first += day;
         }
     }
-    (first..i64::from(horizon.hours))
-        .step_by(24)
+    (first..i64::from(horizon.periods))
+        .step_by(day as usize)
         .map(|h| h as u32)
         .collect()
 }
@@ -284,8 +313,43 @@ mod tests {
         // now + 24h = hour 32 (Jan 5 08:00); the next 12:00 is Jan 5 12:00 = hour 36.
         assert_eq!(week.starts[0], 36);
         assert!(week.starts.windows(2).all(|w| w[1] - w[0] == 24));
-        assert_eq!((week.cover_hours, week.billed_hours), (167, 168));
+        assert_eq!((week.cover_periods, week.billed_periods), (167, 168));
         assert_eq!(week.start_offset_minutes, -30);
+    }
+
+    #[test]
+    fn on_half_hours_aws_blocks_start_at_11_30_and_cover_all_they_bill() {
+        let now = parse_timestamp("2027-01-04T08:00:00Z").unwrap();
+        let half = horizon().with_period(30);
+        let c = choices(
+            &offer(Cloud::Aws, PurchaseKind::CapacityBlock, None),
+            &half,
+            now,
+        );
+        let week = c.iter().find(|c| c.label == "7d").unwrap();
+        // now + 24h = period 64 (Jan 5 08:00); the next 11:30 is Jan 5 11:30 = period 71.
+        assert_eq!(week.starts[0], 71);
+        assert_eq!(
+            half.time_of(71),
+            parse_timestamp("2027-01-05T11:30:00Z").unwrap()
+        );
+        assert!(week.starts.windows(2).all(|w| w[1] - w[0] == 48));
+        assert_eq!((week.cover_periods, week.billed_periods), (336, 336));
+        assert_eq!(week.start_offset_minutes, 0);
+        // A dated offering at 11:30 loses nothing either.
+        let mut o = offer(Cloud::Aws, PurchaseKind::CapacityBlock, Some(96));
+        o.earliest_start = Some(parse_timestamp("2027-01-10T11:30:00Z").unwrap());
+        let c = choices(&o, &half, now);
+        assert_eq!(c[0].starts, vec![(6 * 24 + 11) * 2 + 1]);
+        assert_eq!((c[0].cover_periods, c[0].billed_periods), (192, 192));
+        // Reservations start at 00:00, a day apart.
+        let r = choices(
+            &offer(Cloud::Aws, PurchaseKind::Reservation, None),
+            &half,
+            now,
+        );
+        assert_eq!(&r[0].starts[..2], &[48, 96]);
+        assert_eq!(r[0].cover_periods, 48);
     }
 
     #[test]
@@ -316,7 +380,7 @@ mod tests {
         let c = choices(&o, &horizon(), now);
         assert_eq!(c.len(), 1);
         assert_eq!(c[0].starts, vec![6 * 24 + 12]);
-        assert_eq!((c[0].cover_hours, c[0].billed_hours), (95, 96));
+        assert_eq!((c[0].cover_periods, c[0].billed_periods), (95, 96));
     }
 
     #[test]
@@ -338,7 +402,11 @@ mod tests {
             now,
         );
         assert_eq!(
-            (c[0].starts[0], c[0].cover_hours, c[0].start_offset_minutes),
+            (
+                c[0].starts[0],
+                c[0].cover_periods,
+                c[0].start_offset_minutes
+            ),
             (24, 24, 0)
         );
         assert_eq!(c[0].max_advance_hours, Some(60 * 24));

@@ -100,7 +100,7 @@ impl<'a> Need<'a> {
     /// Whether pool `pool` has demand in the hour containing `at` (a pool is sized for now).
     pub fn pool_now(&self, pool: &str, at: DateTime<Utc>) -> Option<NeededBy> {
         let horizon = self.demand.horizon;
-        let h = u32::try_from(horizon.hour_floor(at)).ok()?;
+        let h = u32::try_from(horizon.floor(at)).ok()?;
         let p = self.demand.pools.iter().position(|x| x.id == pool)?;
         self.demand.scenarios.iter().find_map(|s| {
             s.pools.get(p)?.contributions.iter().find_map(|c| {

@@ -126,9 +126,9 @@ where
     let sc = &curve.scenarios[scenario];
     let areas = root.split_evenly((curve.pools.len().max(1), 1));
     for ((pool, pc), area) in curve.pools.iter().zip(&sc.pools).zip(areas) {
-        let stack = Stack::of_pool(pc, curve.horizon.hours, BANDS);
+        let stack = Stack::of_pool(pc, curve.horizon.periods, BANDS);
         let peak = stack.peak().max(1);
-        let hours = curve.horizon.hours as f64;
+        let hours = curve.horizon.periods as f64;
         let horizon = curve.horizon;
         let mut chart = ChartBuilder::on(&area)
             .caption(
@@ -158,7 +158,7 @@ where
             .map_err(err)?;
         // Cumulative tops, drawn from the top band down so each fill covers only its own band.
         let mut cumulative: Vec<Vec<u32>> = Vec::new();
-        let mut running = vec![0u32; curve.horizon.hours as usize];
+        let mut running = vec![0u32; curve.horizon.periods as usize];
         for band in &stack.values {
             for (r, v) in running.iter_mut().zip(band) {
                 *r += v;

@@ -393,18 +393,19 @@ pub fn runs_by_pool(plan: &Plan) -> Vec<PoolRuns> {
         .collect()
 }
 
-/// The largest sum of `value` over actions running at the same hour (`[start, end)`).
+/// The largest sum of `value` over actions running at the same time (`[start, end)`, by their
+/// times: on a plan in half hours two runs can share an hour without overlapping).
 fn peak(actions: &[&Action], value: impl Fn(&Action) -> u64) -> u64 {
-    // Ends sort before starts at the same hour: back-to-back runs do not overlap.
-    let mut events: Vec<(u32, bool, u64)> = actions
+    // Ends sort before starts at the same time: back-to-back runs do not overlap. Times were
+    // checked when the plan was read; one that does not parse falls back to its hours.
+    let at = |text: &str, hour: u32| {
+        crate::timespec::parse_timestamp(text).map_or(i64::from(hour) * 3600, |t| t.timestamp())
+    };
+    let mut events: Vec<(i64, bool, u64)> = actions
         .iter()
-        .filter(|a| a.end_hour > a.start_hour)
-        .flat_map(|a| {
-            [
-                (a.start_hour, true, value(a)),
-                (a.end_hour, false, value(a)),
-            ]
-        })
+        .map(|a| (at(&a.start, a.start_hour), at(&a.end, a.end_hour), a))
+        .filter(|(start, end, _)| end > start)
+        .flat_map(|(start, end, a)| [(start, true, value(a)), (end, false, value(a))])
         .collect();
     events.sort();
     let (mut level, mut best) = (0u64, 0u64);

@@ -141,7 +141,7 @@ pub fn check(problem: &Problem, solution: &Solution) -> Result<(), String> {
         }
         let term = offer.term_hours.expect("term offers have term_hours");
         term_cost += f64::from(p.instances)
-            * (offer.price_per_instance_hour * f64::from(term)
+            * (offer.price_per_instance_hour * f64::from(term) * problem.period_hours()
                 + offer.upfront_per_instance.unwrap_or(0.0));
         if v2 {
             // k pieces of min..=max instances each, each paying the cost per purchase.
@@ -215,7 +215,9 @@ pub fn check(problem: &Problem, solution: &Solution) -> Result<(), String> {
                 fail(format!("usage of term offer {}", usage.offer));
                 continue;
             }
-            let price = offer.price_per_instance_hour * (1.0 + offer.overhead.unwrap_or(0.0));
+            let price = offer.price_per_instance_hour
+                * (1.0 + offer.overhead.unwrap_or(0.0))
+                * problem.period_hours();
             for s in &usage.segments {
                 if !(s.0 < s.1 && s.1 <= problem.hours && s.2 > 0) {
                     fail(format!("{}: bad segment {s:?}", usage.offer));

@@ -1,9 +1,10 @@
 //! How people write times in gpucap inputs: dates, RFC 3339 timestamps and durations like
 //! `21d`, and the hour grid every plan is laid on.
 //!
-//! Planning happens in whole UTC hours (hour `t` of a horizon is `[start + t h, start + (t+1) h)`),
-//! so all inputs are converted to UTC here and rounded to the grid by one rule: a campaign
-//! occupies every hour it touches.
+//! Planning happens in periods of whole UTC hours, or of half or quarter hours where an input
+//! needs them (period `t` of a horizon is `[start + t p, start + (t+1) p)`), so all inputs are
+//! converted to UTC here and rounded to the grid by one rule: a campaign occupies every period
+//! it touches.
 
 use std::fmt;
 
@@ -183,49 +184,151 @@ impl<'de> Deserialize<'de> for Timestamp {
     }
 }
 
-/// The hour grid of a plan: `hours` whole UTC hours from `start`.
+/// The time grid of a plan: `periods` periods of `minutes` minutes each from `start`, on
+/// whole UTC hours. Periods are whole hours unless an input needs finer ones: an AWS capacity
+/// block starts at 11:30 UTC, and a campaign that starts there should need nothing before it
+/// (see [`period_minutes`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Horizon {
     pub start: DateTime<Utc>,
-    pub hours: u32,
+    pub periods: u32,
+    /// Minutes per period: 60, 30 or 15 (a divisor of an hour).
+    pub minutes: u32,
+}
+
+/// The lengths of a period gpucap plans with, longest first.
+pub const PERIOD_MINUTES: [u32; 3] = [60, 30, 15];
+
+/// The longest period (of [`PERIOD_MINUTES`]) on whose grid every one of `edges` falls, given
+/// as minutes past the hour. An edge on no quarter hour (a campaign starting 09:07) does not
+/// make periods shorter: it is rounded out to the grid, as every edge was to the hour.
+pub fn period_minutes(edges: impl IntoIterator<Item = u32>) -> u32 {
+    edges
+        .into_iter()
+        .map(|m| m % 60)
+        .filter(|m| m % 15 == 0)
+        .fold(60, |p, m| if m % p == 0 { p } else { gcd(p, m) })
+}
+
+fn gcd(a: u32, b: u32) -> u32 {
+    if b == 0 { a } else { gcd(b, a % b) }
 }
 
 impl Horizon {
-    /// A horizon starting at `start` rounded down to the hour.
+    /// A horizon of whole hours starting at `start` rounded down to the hour.
     pub fn new(start: DateTime<Utc>, span: Span) -> Self {
         let start = floor_hour(start);
         let hours = span.as_hours().clamp(1, u32::MAX as i64) as u32;
-        Horizon { start, hours }
+        Horizon {
+            start,
+            periods: hours,
+            minutes: 60,
+        }
+    }
+
+    /// The same span in periods of `minutes` (one of [`PERIOD_MINUTES`]; anything else is
+    /// taken as 60).
+    pub fn with_period(self, minutes: u32) -> Self {
+        let minutes = if PERIOD_MINUTES.contains(&minutes) {
+            minutes
+        } else {
+            60
+        };
+        let hours = u64::from(self.periods) * u64::from(self.minutes) / 60;
+        let periods = (hours * u64::from(60 / minutes)).min(u64::from(u32::MAX)) as u32;
+        Horizon {
+            start: self.start,
+            periods,
+            minutes,
+        }
+    }
+
+    /// Periods per hour: 1, 2 or 4.
+    pub fn per_hour(&self) -> u32 {
+        (60 / self.minutes.max(1)).max(1)
+    }
+
+    /// The length of one period in hours (1, 0.5 or 0.25): what an hourly price is multiplied
+    /// by for one period.
+    pub fn period_hours(&self) -> f64 {
+        f64::from(self.minutes) / 60.0
+    }
+
+    /// The periods in `hours` whole hours.
+    pub fn periods_of(&self, hours: u32) -> u32 {
+        hours.saturating_mul(self.per_hour())
+    }
+
+    /// `periods` periods in hours, to the nearest hour (GPU-periods to GPU-hours).
+    pub fn hours_of(&self, periods: u64) -> u64 {
+        let per = u64::from(self.per_hour());
+        (periods + per / 2) / per
+    }
+
+    /// The calendar months (`YYYY-MM`, UTC) the periods `[from, to)` fall in, with how many
+    /// periods in each.
+    pub fn month_periods(&self, from: u32, to: u32) -> Vec<(String, u32)> {
+        let mut out: Vec<(String, u32)> = Vec::new();
+        if self.minutes == 60 {
+            return month_hours(self.start, from, to);
+        }
+        // Months start on whole hours, so a month's periods are its hours times `per_hour`,
+        // less the parts of the first and last hours outside `[from, to)`.
+        let per = self.per_hour();
+        let (first_hour, last_hour) = (from / per, to.div_ceil(per));
+        for (month, hours) in month_hours(self.start, first_hour, last_hour) {
+            out.push((month, hours * per));
+        }
+        if let Some(first) = out.first_mut() {
+            first.1 -= from - first_hour * per;
+        }
+        if let Some(last) = out.last_mut() {
+            last.1 -= last_hour * per - to;
+        }
+        out.retain(|m| m.1 > 0);
+        out
+    }
+
+    /// The whole hours the horizon spans.
+    pub fn hours(&self) -> u32 {
+        self.periods / self.per_hour()
     }
 
     pub fn end(&self) -> DateTime<Utc> {
-        self.time_of(self.hours)
+        self.time_of(self.periods)
     }
 
-    /// Hour index of the hour containing `t` (may be negative or past the end).
-    pub fn hour_floor(&self, t: DateTime<Utc>) -> i64 {
-        (t - self.start).num_seconds().div_euclid(3600)
+    fn seconds(&self) -> i64 {
+        i64::from(self.minutes.max(1)) * 60
     }
 
-    /// Index of the first hour starting at or after `t`.
-    pub fn hour_ceil(&self, t: DateTime<Utc>) -> i64 {
+    /// Index of the period containing `t` (may be negative or past the end).
+    pub fn floor(&self, t: DateTime<Utc>) -> i64 {
+        (t - self.start).num_seconds().div_euclid(self.seconds())
+    }
+
+    /// Index of the first period starting at or after `t`.
+    pub fn ceil(&self, t: DateTime<Utc>) -> i64 {
         let secs = (t - self.start).num_seconds();
-        secs.div_euclid(3600) + i64::from(secs.rem_euclid(3600) != 0)
+        let len = self.seconds();
+        secs.div_euclid(len) + i64::from(secs.rem_euclid(len) != 0)
     }
 
-    /// The hours `[from, to)` touched by the interval `[a, b)`, clipped to the horizon; `None`
-    /// when nothing of it falls inside.
+    /// The periods `[from, to)` touched by the interval `[a, b)`, clipped to the horizon;
+    /// `None` when nothing of it falls inside.
     pub fn clip(&self, a: DateTime<Utc>, b: DateTime<Utc>) -> Option<(u32, u32)> {
-        let from = self.hour_floor(a).max(0);
-        let to = self.hour_ceil(b).min(self.hours as i64);
+        let from = self.floor(a).max(0);
+        let to = self.ceil(b).min(self.periods as i64);
         (from < to).then_some((from as u32, to as u32))
     }
 
-    /// The start of hour `hour`; saturates at chrono's last time rather than overflow (a
+    /// The start of period `period`; saturates at chrono's last time rather than overflow (a
     /// horizon read back from a plan file is input, not trusted).
-    pub fn time_of(&self, hour: u32) -> DateTime<Utc> {
+    pub fn time_of(&self, period: u32) -> DateTime<Utc> {
         self.start
-            .checked_add_signed(Duration::hours(i64::from(hour)))
+            .checked_add_signed(Duration::minutes(
+                i64::from(period) * i64::from(self.minutes),
+            ))
             .unwrap_or(DateTime::<Utc>::MAX_UTC)
     }
 }
@@ -334,6 +437,47 @@ mod tests {
         );
         assert_eq!(h.clip(at("2027-01-05"), at("2027-01-06")), None);
         assert_eq!(h.clip(at("2027-01-02"), at("2027-01-09")), Some((24, 48)));
+    }
+
+    #[test]
+    fn periods_are_as_short_as_the_edges_need_and_no_shorter() {
+        assert_eq!(period_minutes([]), 60);
+        assert_eq!(period_minutes([0, 0, 60]), 60);
+        assert_eq!(period_minutes([0, 30]), 30);
+        assert_eq!(period_minutes([30, 45]), 15);
+        // 09:07 is rounded out to the grid, as it was to the hour.
+        assert_eq!(period_minutes([7, 0]), 60);
+        assert_eq!(period_minutes([7, 30]), 30);
+    }
+
+    #[test]
+    fn half_hour_periods_clip_to_the_half_hour() {
+        let h = Horizon::new(parse_timestamp("2027-01-01").unwrap(), Span::days(2)).with_period(30);
+        assert_eq!((h.periods, h.per_hour(), h.hours()), (96, 2, 48));
+        assert_eq!(h.end(), parse_timestamp("2027-01-03").unwrap());
+        let at = |s| parse_timestamp(s).unwrap();
+        assert_eq!(
+            h.clip(at("2027-01-01T11:30:00Z"), at("2027-01-02T11:30:00Z")),
+            Some((23, 71))
+        );
+        assert_eq!(
+            h.clip(at("2027-01-01T01:40:00Z"), at("2027-01-01T03:10:00Z")),
+            Some((3, 7))
+        );
+        assert_eq!(h.time_of(23), at("2027-01-01T11:30:00Z"));
+        assert_eq!(h.period_hours(), 0.5);
+        assert_eq!(h.periods_of(24), 48);
+        // An unknown length is taken as whole hours.
+        assert_eq!(h.with_period(7).minutes, 60);
+        assert_eq!(h.with_period(7).periods, 48);
+        // Jan 31 23:30 to Feb 1 01:00: one half hour in January, two in February.
+        let m = Horizon::new(at("2027-01-31T20:00:00Z"), Span::hours(10)).with_period(30);
+        assert_eq!(
+            m.month_periods(7, 10),
+            [("2027-01".to_string(), 1), ("2027-02".to_string(), 2)]
+        );
+        assert_eq!(m.month_periods(8, 9), [("2027-02".to_string(), 1)]);
+        assert!(m.month_periods(9, 9).is_empty());
     }
 
     #[test]

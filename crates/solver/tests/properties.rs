@@ -215,6 +215,7 @@ fn random_problem(seed: u64) -> Problem {
         schema: PROBLEM_SCHEMA.into(),
         start: "2027-01-04T00:00:00Z".into(),
         hours,
+        period_minutes: None,
         pools,
         offers,
         scenarios,

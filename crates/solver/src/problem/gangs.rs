@@ -262,7 +262,8 @@ pub fn as_fluid(problem: &Problem) -> Problem {
             .map_or(0, |o| o.gpus_per_instance)
     };
     let mut fluid = problem.clone();
-    if fluid.is_v3() {
+    // Periods shorter than an hour are v3's; without them the fluid problem is a v2 one.
+    if fluid.is_v3() && fluid.period_minutes.is_none() {
         fluid.schema = super::PROBLEM_SCHEMA_V2.to_string();
     }
     for scenario in &mut fluid.scenarios {

@@ -262,7 +262,14 @@ pub struct Problem {
     pub schema: String,
     /// RFC 3339 UTC timestamp on a whole hour.
     pub start: String,
+    /// The horizon's length in periods (hours unless `period_minutes` says otherwise).
     pub hours: u32,
+    /// v3: minutes per period, 60 (the default), 30 or 15. Every time in the document (`hours`,
+    /// segments, gangs' `from` and `to`, `term_hours`, `starts`, a solution's `start_hour`) then
+    /// counts periods; prices stay per instance-hour. Half hours let a plan meet AWS capacity
+    /// blocks, which start at 11:30 UTC, without an hour of on-demand at each edge.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub period_minutes: Option<u32>,
     pub pools: Vec<String>,
     pub offers: Vec<Offer>,
     pub scenarios: Vec<Scenario>,
@@ -282,6 +289,16 @@ impl Problem {
     /// Whether the document is `gpucap.problem/v3` (gangs and placements).
     pub fn is_v3(&self) -> bool {
         self.schema == PROBLEM_SCHEMA_V3
+    }
+
+    /// Minutes per period: `period_minutes`, else 60.
+    pub fn period_minutes(&self) -> u32 {
+        self.period_minutes.unwrap_or(60)
+    }
+
+    /// Hours per period: what an hourly price is multiplied by for one period.
+    pub fn period_hours(&self) -> f64 {
+        f64::from(self.period_minutes()) / 60.0
     }
 }
 

@@ -9,7 +9,7 @@ use chrono::{DateTime, Timelike, Utc};
 use crate::diagnostic::{InputError, did_you_mean};
 use crate::limits::MAX_POOL_GPUS;
 
-use super::errors::{error, v2_only};
+use super::errors::{error, v2_only, v3_only};
 use super::gangs::{self, GangDemand, Gangs};
 use super::{
     OfferKind, PROBLEM_SCHEMA, PROBLEM_SCHEMA_V2, PROBLEM_SCHEMA_V3, Problem, Segment, Starts,
@@ -66,9 +66,15 @@ impl Validated {
         self.start
     }
 
-    /// The horizon length H.
+    /// The horizon length H, in periods (hours unless the problem's `period_minutes` says
+    /// otherwise).
     pub fn hours(&self) -> u32 {
         self.problem.hours
+    }
+
+    /// Hours per period (1 unless the problem's `period_minutes` says otherwise).
+    pub fn period_hours(&self) -> f64 {
+        self.problem.period_hours()
     }
 
     /// Index into `problem().pools` of offer `o`'s pool.
@@ -141,17 +147,18 @@ impl Validated {
             .collect()
     }
 
-    /// Cost of one instance of a term offer: every hour of the term plus the upfront fee.
+    /// Cost of one instance of a term offer: every period of the term plus the upfront fee.
     pub fn term_cost_per_instance(&self, offer: usize) -> f64 {
         let o = &self.problem.offers[offer];
-        o.price_per_instance_hour * f64::from(o.term_hours.unwrap_or(0))
+        o.price_per_instance_hour * f64::from(o.term_hours.unwrap_or(0)) * self.period_hours()
             + o.upfront_per_instance.unwrap_or(0.0)
     }
 
-    /// Cost of one instance-hour of an on-demand or spot offer, spot overhead included.
+    /// Cost of one instance of an on-demand or spot offer for one period (an hour unless the
+    /// problem's `period_minutes` says otherwise), spot overhead included.
     pub fn hourly_cost(&self, offer: usize) -> f64 {
         let o = &self.problem.offers[offer];
-        o.price_per_instance_hour * (1.0 + o.overhead.unwrap_or(0.0))
+        o.price_per_instance_hour * (1.0 + o.overhead.unwrap_or(0.0)) * self.period_hours()
     }
 }
 
@@ -225,6 +232,17 @@ fn check_header(problem: &Problem) -> Result<DateTime<Utc>, InputError> {
             "start",
             format!("`{}` is not on a whole hour", problem.start),
         ));
+    }
+    if let Some(minutes) = problem.period_minutes {
+        if !problem.is_v3() {
+            return Err(v3_only("period_minutes".into()));
+        }
+        if ![60, 30, 15].contains(&minutes) {
+            return Err(error(
+                "period_minutes",
+                format!("must be 60, 30 or 15 (minutes per period), found {minutes}"),
+            ));
+        }
     }
     if !(1..=MAX_HOURS).contains(&problem.hours) {
         return Err(error(

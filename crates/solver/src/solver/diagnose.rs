@@ -159,11 +159,18 @@ fn demand_at(data: &PoolData, k: usize, hour: u32) -> (u64, u64) {
 }
 
 /// `hours 336–668 (2027-01-18T00:00:00Z to 2027-02-01T20:00:00Z)`.
+/// With periods shorter than an hour: `half-hours 672–1336 (…)`.
 pub(crate) fn hours(v: &Validated, from: u32, to: u32) -> String {
-    let at = |h: u32| timespec::rfc3339(v.start() + Duration::hours(i64::from(h)));
+    let minutes = i64::from(v.problem().period_minutes());
+    let at = |h: u32| timespec::rfc3339(v.start() + Duration::minutes(i64::from(h) * minutes));
+    let (one, many) = match minutes {
+        30 => ("half-hour", "half-hours"),
+        15 => ("quarter-hour", "quarter-hours"),
+        _ => ("hour", "hours"),
+    };
     if to == from + 1 {
-        format!("hour {from} ({})", at(from))
+        format!("{one} {from} ({})", at(from))
     } else {
-        format!("hours {from}–{to} ({} to {})", at(from), at(to))
+        format!("{many} {from}–{to} ({} to {})", at(from), at(to))
     }
 }

@@ -32,6 +32,7 @@
 //! restricted problem ([`baselines`]).
 
 mod baselines;
+mod chains;
 mod charges;
 mod coupled;
 mod diagnose;

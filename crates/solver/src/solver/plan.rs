@@ -11,10 +11,12 @@ use super::model::PoolPlan;
 /// The solution for `plans` (one per pool, in any order). Status and bound are the caller's.
 pub(crate) fn solution(v: &Validated, plans: &[PoolPlan]) -> Solution {
     let problem = v.problem();
-    let mut purchases: Vec<(usize, u32, u32)> = plans
+    let purchases: Vec<(usize, u32, u32)> = plans
         .iter()
         .flat_map(|p| p.purchases.iter().copied())
         .collect();
+    // Back-to-back purchases bought again as fewer where that costs less (`chains`).
+    let mut purchases = super::chains::merged(v, purchases);
     purchases.sort_unstable();
     let mut placements: Vec<(usize, usize)> = plans
         .iter()
