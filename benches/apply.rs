@@ -4,7 +4,7 @@
 //! eventually consistent describes). Prints the time, the calls made, the retries, the
 //! unknown outcomes settled, and the duplicate purchases counted by the peer (must be 0).
 //!
-//! A benchmark, not a test: it prints figures for the README and fails only when something
+//! A benchmark, not a test: it prints figures for docs/apply.md and fails only when something
 //! was bought twice or not at all.
 
 #[path = "../tests/support/ec2_peer.rs"]

@@ -247,7 +247,7 @@ fn a_freeze_policy_stops_every_release_and_ci_needs_auto_approve() {
     std::fs::create_dir_all(project.path("policies/freeze")).unwrap();
     std::fs::write(
         project.path("policies/freeze/freeze.rego"),
-        // The README's example, with the freeze ending after the runs below.
+        // The example in docs/release.md, with the freeze ending after the runs below.
         "package gpucap.policies.freeze\n\nimport rego.v1\n\ndeny contains d if {\n\tinput.operation == \"release\"\n\tcount(input.actions) > 0\n\ttime.parse_rfc3339_ns(data.now) < time.parse_rfc3339_ns(\"2027-03-01T00:00:00Z\")\n\td := {\"rule\": \"freeze.release\", \"message\": \"no releases during the year-end freeze\", \"fix\": \"wait until the freeze ends\"}\n}\n",
     )
     .unwrap();

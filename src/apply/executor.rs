@@ -1937,7 +1937,7 @@ pub fn explain(e: &ActError) -> String {
             "{e}; ask for a higher quota (AWS Service Quotas, Azure Quotas, GCP IAM & Admin > Quotas: the limit named above) or lower the plan's on-demand limits"
         ),
         ActErrorKind::Auth => format!(
-            "{e}; the credentials in use may not make this call (see the IAM policy and the Azure and GCP permissions in the README)"
+            "{e}; the credentials in use may not make this call (see the IAM policy and the Azure and GCP permissions in docs/apply.md)"
         ),
         ActErrorKind::IdempotencyConflict => format!(
             "{e}; a call with this client token was made with other parameters: the plan changed under the same action id"

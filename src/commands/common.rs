@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
-/// Exit statuses, documented in the README.
+/// Exit statuses, documented in docs/commands.md ("Exit codes").
 pub mod exit {
     /// Success.
     pub const OK: u8 = 0;

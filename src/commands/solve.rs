@@ -34,7 +34,7 @@ pub struct SolveArgs {
     )]
     pub time_limit: Option<Duration>,
     /// Refuse problems larger than this many solver steps (the tables and curves of the second
-    /// stage; see "Limits" in the README). Default 2,000,000,000.
+    /// stage; see docs/limits.md). Default 2,000,000,000.
     #[arg(long, value_name = "SIZE")]
     pub max_problem_size: Option<u64>,
     /// Pools solved at once (default: one per core).

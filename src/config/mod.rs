@@ -372,7 +372,7 @@ pub struct Planning {
     ///
     /// With a cost per purchase the optimum is slow to prove (a fixed charge), so the plan is
     /// the best found by slope scaling and a bounded search, and says how far from optimal it
-    /// may be (README, "Fewer, larger purchases").
+    /// may be (docs/planning.md, "Fewer, larger purchases").
     #[serde(default = "default_cost_per_purchase")]
     pub cost_per_purchase: f64,
     /// How campaigns that are not interruptible are placed. `gangs` (the default): each that

@@ -3,7 +3,7 @@
 //! gpucap spends money on the strength of files many people edit, so a number outside what any
 //! real input could hold is bad input: an error naming the file and field, never a wrapped
 //! integer, a panic in date arithmetic, an allocation of gigabytes or a gate that passes because
-//! a limit is NaN. The README's "Limits" section lists these; raising one is a change here.
+//! a limit is NaN. `docs/limits.md` lists these; raising one is a change here.
 
 /// Longest duration anywhere (campaign lengths, slips, windows, horizons, `--window`): 20 years.
 /// Longer than any planning horizon (12 years) with room for slips, and short enough that a

@@ -157,7 +157,7 @@ pub(crate) struct MipResult {
 
 /// Solves `mip` with Cbc (`gpucap-mip-cbc`): Clp's dual simplex at the root, then branch and
 /// bound. No cut generators or heuristics are added: the relaxation of this model is almost
-/// always whole, and on the benchmark they only cost time (measured in the README).
+/// always whole, and on the benchmark they only cost time (measured in docs/solver.md).
 ///
 /// Each call owns its solver, so pools are solved in parallel on their own threads.
 pub(crate) fn solve(mip: &Mip, limits: MipLimits) -> MipResult {
