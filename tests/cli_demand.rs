@@ -176,6 +176,19 @@ fn init_scaffolds_a_project_that_runs() {
         .args(["demand", "--format", "json"])
         .assert()
         .success();
+    // A newcomer's first plan prices from the snapshot: no cloud is asked, so it answers at
+    // once without network or credentials, and says nothing about them.
+    let plan = gpucap()
+        .arg("--config")
+        .arg(&config)
+        .args(["plan", "--now", "2026-12-01T00:00:00Z"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&plan.stderr);
+    assert_eq!(plan.status.code(), Some(0), "{stderr}");
+    for asked in ["credentials", "unavailable", "not read", "skipping"] {
+        assert!(!stderr.contains(asked), "`{asked}` in:\n{stderr}");
+    }
     gpucap()
         .arg("init")
         .arg(dir.path())

@@ -43,7 +43,8 @@ pub fn run(_global: &GlobalArgs, args: InitArgs) -> anyhow::Result<Outcome> {
         eprintln!("wrote {}", path.display());
     }
     eprintln!(
-        "next: edit the calendar, then run `gpucap demand` in {}",
+        "next: edit the calendar, then run `gpucap demand` and `gpucap plan` in {}; plans price \
+         from the built-in snapshot until you set `[prices] offline = false` for live prices",
         args.dir.display()
     );
     Ok(Outcome::OK)
@@ -68,5 +69,7 @@ mod tests {
         assert_eq!(c.planning.horizon.as_hours(), 13 * 7 * 24);
         assert_eq!(c.scenarios.len(), 3);
         assert_eq!(c.scenarios[1].slip.as_hours(), 14 * 24);
+        // A newcomer's first plan answers offline, from the snapshot.
+        assert!(c.prices.offline);
     }
 }

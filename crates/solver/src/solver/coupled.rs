@@ -344,6 +344,27 @@ pub(crate) fn solve_group(
     } else {
         mip::solve(&mip, limits(cutoff, deadline))
     };
+    // A search stopped at its node budget (costs per purchase) without any plan, and no first
+    // plan to fall back on: search on without the budget while time is left, rather than
+    // report no plan where the relaxation shows one may exist (seen on `gpucap init`'s own
+    // project, a 64-GPU campaign under the default quota, 2026-11-28).
+    let result = if result.status == MipStatus::NoSolution
+        && incumbent.is_none()
+        && charged
+        && relaxed.status == MipStatus::Optimal
+        && deadline.is_none_or(|d| Instant::now() < d)
+    {
+        tracing::debug!("no plan within the node budget: searching on until the time limit");
+        mip::solve(
+            &mip,
+            MipLimits {
+                node_limit: None,
+                ..limits(cutoff, deadline)
+            },
+        )
+    } else {
+        result
+    };
     let bound = (result.bound.max(relaxed.bound) + constant).max(alone_bound);
     tracing::debug!(
         pools = scopes.len(),
