@@ -1580,3 +1580,33 @@ fn campaigns_starting_at_11_30_run_on_blocks_from_11_30_with_nothing_beside_them
         plan.gates
     );
 }
+
+#[test]
+fn the_quickstart_fits_a_pipe_in_100_columns_and_a_terminal_in_its_own_width() {
+    // Piped (no terminal, no COLUMNS): 100 columns. COLUMNS=120 stands for a terminal of 120.
+    let config = example("quickstart");
+    for (columns, width) in [(None, 100), (Some("120"), 120), (Some("80"), 80)] {
+        let mut cmd = gpucap();
+        cmd.env_remove("COLUMNS");
+        if let Some(c) = columns {
+            cmd.env("COLUMNS", c);
+        }
+        let out = cmd
+            .arg("--config")
+            .arg(&config)
+            .args(["plan", "--offline", "--now", NOW])
+            .output()
+            .expect("run gpucap");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{stderr}");
+        assert!(stdout.contains("what to buy and when"), "{stdout}");
+        for line in stdout.lines().chain(stderr.lines()) {
+            assert!(
+                line.chars().count() <= width,
+                "{} columns at {width}:\n{line}",
+                line.chars().count()
+            );
+        }
+    }
+}

@@ -13,7 +13,8 @@ use gpucap::render::markdown::{markdown, markdown_with_changes};
 use gpucap::render::plan_chart::{
     PlanChartError, write_capacity_chart, write_charts, write_cost_chart,
 };
-use gpucap::render::plan_summary::{summary, summary_with_changes};
+use gpucap::render::plan_summary::{summary, summary_in, summary_with_changes};
+use gpucap::render::terminal::thousands;
 use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
 
 const PLANS: &[&str] = &["render-sample"];
@@ -487,6 +488,50 @@ fn the_quickstart_plan_renders() {
         "the long purchase list is cut"
     );
     insta::assert_snapshot!("summary-quickstart", summary(&plan, false));
+
+    // Fitted to a terminal: no line wider than it, at 80, 100 and 120 columns, coloured or
+    // not; the 100-column layout (a pipe's) is kept as a snapshot.
+    for width in [80, 100, 120] {
+        for color in [false, true] {
+            let text = summary_in(&plan, None, color, Some(width));
+            for line in text.lines() {
+                let shown = strip_ansi(line);
+                assert!(
+                    shown.chars().count() <= width,
+                    "{} columns at {width} ({}):\n{shown}",
+                    shown.chars().count(),
+                    if color { "coloured" } else { "plain" }
+                );
+            }
+            // Nothing is lost: every purchase's cost is there.
+            for a in plan.actions.iter().filter(|a| a.kind.is_term()) {
+                let cost = format!("${}", thousands(a.cost.round() as u64));
+                assert!(text.contains(&cost), "{cost} at {width}");
+            }
+        }
+    }
+    insta::assert_snapshot!(
+        "summary-quickstart-100-columns",
+        summary_in(&plan, None, false, Some(100))
+    );
+}
+
+/// `text` without ANSI escape sequences (`ESC [ … letter`).
+fn strip_ansi(text: &str) -> String {
+    let mut out = String::new();
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for d in chars.by_ref() {
+                if d.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// The render sample as it was the night before: a smaller capacity block (the same purchase,

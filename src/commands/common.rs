@@ -84,6 +84,28 @@ pub fn stdout(text: &str) -> anyhow::Result<()> {
     }
 }
 
+/// The columns text on stdout should fit: `COLUMNS` when it is set to a number, else the
+/// terminal's width, else 100 (a pipe, a file, a CI log). Never below 40.
+pub fn stdout_width() -> usize {
+    width_of(terminal_size::terminal_size_of(std::io::stdout()))
+}
+
+/// [`stdout_width`] for stderr (progress and warnings).
+pub fn stderr_width() -> usize {
+    width_of(terminal_size::terminal_size_of(std::io::stderr()))
+}
+
+fn width_of(terminal: Option<(terminal_size::Width, terminal_size::Height)>) -> usize {
+    let columns = std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse::<usize>().ok())
+        .filter(|&c| c > 0);
+    columns
+        .or(terminal.map(|(w, _)| usize::from(w.0)))
+        .unwrap_or(100)
+        .max(40)
+}
+
 /// Whether stdout output should be coloured.
 pub fn stdout_color(choice: ColorChoice) -> bool {
     match choice {

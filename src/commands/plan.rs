@@ -444,9 +444,11 @@ pub fn make(global: &GlobalArgs, offline: bool, now: DateTime<Utc>) -> anyhow::R
     progress.done();
     eprint!(
         "{}",
-        crate::render::plan_summary::summary(
+        crate::render::plan_summary::summary_in(
             &plan,
-            crate::commands::common::stdout_color(global.color)
+            None,
+            crate::commands::common::stdout_color(global.color),
+            Some(crate::commands::common::stderr_width()),
         )
     );
     Ok(plan)
@@ -528,10 +530,11 @@ pub fn run(global: &GlobalArgs, args: PlanArgs) -> anyhow::Result<Outcome> {
         PlanFormat::Markdown => {
             crate::render::markdown::markdown_with_changes(&plan, changes.as_ref())
         }
-        PlanFormat::Table => crate::render::plan_summary::summary_with_changes(
+        PlanFormat::Table => crate::render::plan_summary::summary_in(
             &plan,
             changes.as_ref(),
             stdout_color(global.color),
+            Some(crate::commands::common::stdout_width()),
         ),
     };
     stdout(&text)?;
@@ -716,7 +719,13 @@ impl Progress {
         }
         match &self.bar {
             Some(bar) => bar.set_message(what.to_string()),
-            None => eprintln!("{what}…"),
+            None => eprint!(
+                "{}",
+                crate::render::terminal::fit(
+                    &format!("{what}…\n"),
+                    crate::commands::common::stderr_width()
+                )
+            ),
         }
         tracing::debug!(elapsed = ?self.started.elapsed(), "{what}");
     }
@@ -725,16 +734,25 @@ impl Progress {
         if self.quiet {
             return;
         }
-        let what = crate::text::visible_lines(what);
+        let what = crate::render::terminal::fit(
+            &format!("warning: {}", crate::text::visible_lines(what)),
+            crate::commands::common::stderr_width(),
+        );
         match &self.bar {
-            Some(bar) => bar.suspend(|| eprintln!("warning: {what}")),
-            None => eprintln!("warning: {what}"),
+            Some(bar) => bar.suspend(|| eprintln!("{what}")),
+            None => eprintln!("{what}"),
         }
     }
 
     fn note(&self, what: &str) {
         if !self.quiet {
-            eprintln!("{what}");
+            eprint!(
+                "{}",
+                crate::render::terminal::fit(
+                    &format!("{what}\n"),
+                    crate::commands::common::stderr_width()
+                )
+            );
         }
     }
 

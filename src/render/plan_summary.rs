@@ -28,7 +28,20 @@ pub fn summary(plan: &Plan, color: bool) -> String {
 
 /// The summary with, after its headline, what changed since a previous plan.
 pub fn summary_with_changes(plan: &Plan, changes: Option<&PlanDiff>, color: bool) -> String {
-    let style = Style { color };
+    summary_in(plan, changes, color, None)
+}
+
+/// The summary fitted to `width` columns (`None`: as wide as it comes): on a narrow screen
+/// the purchases table shows short dates with each window's length and shorter sizes, every
+/// table lays its columns out within the width (a cell that still does not fit wraps inside
+/// its column), and text lines wrap with a hanging indent.
+pub fn summary_in(
+    plan: &Plan,
+    changes: Option<&PlanDiff>,
+    color: bool,
+    width: Option<usize>,
+) -> String {
+    let style = Style { color, width };
     let mut out = String::new();
     headline(&mut out, plan, style);
     if let Some(d) = changes {
@@ -43,12 +56,19 @@ pub fn summary_with_changes(plan: &Plan, changes: Option<&PlanDiff>, color: bool
     baselines(&mut out, plan, style);
     risk(&mut out, plan, style);
     gates(&mut out, plan, style);
-    out
+    match width {
+        Some(w) => super::terminal::fit(&out, w),
+        None => out,
+    }
 }
+
+/// Below this many columns the purchases table uses its compact form.
+const COMPACT_BELOW: usize = 160;
 
 #[derive(Clone, Copy)]
 struct Style {
     color: bool,
+    width: Option<usize>,
 }
 
 impl Style {
@@ -84,10 +104,15 @@ fn clean(s: &str) -> String {
     crate::text::visible(s).into_owned()
 }
 
-/// A table whose columns named `>name` are right-aligned, header included.
-fn table(header: &[&str]) -> Table {
+/// A table whose columns named `>name` are right-aligned, header included, laid out within
+/// the style's width.
+fn table(style: Style, header: &[&str]) -> Table {
     let mut t = Table::new();
     t.load_preset(UTF8_BORDERS_ONLY);
+    if let Some(w) = style.width {
+        t.set_content_arrangement(ContentArrangement::Dynamic);
+        t.set_width(u16::try_from(w).unwrap_or(u16::MAX));
+    }
     t.set_header(header.iter().map(|h| Cell::new(h.trim_start_matches('>'))));
     for (i, h) in header.iter().enumerate() {
         if let (true, Some(c)) = (h.starts_with('>'), t.column_mut(i)) {
@@ -103,6 +128,11 @@ fn right(text: impl ToString) -> Cell {
 
 fn text(s: &str) -> Cell {
     Cell::new(clean(s))
+}
+
+/// A cell of two lines, each escaped like [`text`].
+fn two(first: &str, second: &str) -> Cell {
+    Cell::new(format!("{}\n{}", clean(first), clean(second)))
 }
 
 fn push_table(out: &mut String, t: &mut Table) {
@@ -195,17 +225,20 @@ fn changes_since(out: &mut String, plan: &Plan, d: &PlanDiff, style: Style) {
         );
     } else {
         let _ = writeln!(out, "  {}", diff_view::headline(d));
-        let mut t = table(&[
-            "",
-            "action",
-            "pool",
-            "where",
-            "instances",
-            "when",
-            ">cost",
-            ">change",
-            "what changed",
-        ]);
+        let mut t = table(
+            style,
+            &[
+                "",
+                "action",
+                "pool",
+                "where",
+                "instances",
+                "when",
+                ">cost",
+                ">change",
+                "what changed",
+            ],
+        );
         for row in diff_view::rows(d) {
             let a = row.action;
             let what = match (row.sign, row.changed) {
@@ -277,16 +310,49 @@ fn buy(out: &mut String, plan: &Plan, style: Style) {
         out.push_str("  nothing to buy: the plan uses on-demand and spot capacity only\n");
         return;
     }
-    let mut t = table(&[
-        "action",
-        "pool",
-        "where",
-        "instances",
-        "when",
-        "act by",
-        ">cost",
-        "irreversible",
-    ]);
+    if style.width.is_some_and(|w| w < COMPACT_BELOW) {
+        // Narrow: the pool under the place, the date to act by under the window, short dates
+        // with the window's length, and the instance count before the type.
+        let mut t = table(
+            style,
+            &[
+                "action",
+                "where, pool",
+                "instances",
+                "when, act by",
+                ">cost",
+                "irrev.",
+            ],
+        );
+        for a in actions {
+            t.add_row(vec![
+                Cell::new(plan_view::short_kind(a.kind)),
+                two(&plan_view::place(a), &a.pool),
+                text(&plan_view::short_size(a)),
+                two(
+                    &plan_view::short_window(a),
+                    &format!("by {}", plan_view::short_date(&a.due)),
+                ),
+                right(money(a.cost)),
+                Cell::new(if a.irreversible { "yes" } else { "no" }),
+            ]);
+        }
+        push_table(out, &mut t);
+        return;
+    }
+    let mut t = table(
+        style,
+        &[
+            "action",
+            "pool",
+            "where",
+            "instances",
+            "when",
+            "act by",
+            ">cost",
+            "irreversible",
+        ],
+    );
     for a in actions {
         t.add_row(vec![
             Cell::new(kind_label(a.kind)),
@@ -313,7 +379,30 @@ fn campaigns(out: &mut String, plan: &Plan, style: Style) {
         out,
         "where campaigns run (whole, in one place, start to end)",
     );
-    let mut t = table(&["campaign", "when", "where", "on", "runs on", "restarts"]);
+    if style.width.is_some_and(|w| w < COMPACT_BELOW) {
+        let mut t = table(
+            style,
+            &["campaign", "when", "where, on", "runs on", "restarts"],
+        );
+        for (c, p) in placed {
+            t.add_row(vec![
+                text(&c.name),
+                text(&plan_view::short_campaign_window(c)),
+                two(
+                    &plan_view::placement_place(p),
+                    &plan_view::placement_size(p),
+                ),
+                text(&plan_view::campaign_carriers(plan, c)),
+                right(plan_view::restarts(p)),
+            ]);
+        }
+        push_table(out, &mut t);
+        return;
+    }
+    let mut t = table(
+        style,
+        &["campaign", "when", "where", "on", "runs on", "restarts"],
+    );
     for (c, p) in placed {
         t.add_row(vec![
             text(&c.name),
@@ -332,7 +421,7 @@ fn quota_increases(out: &mut String, plan: &Plan, style: Style) {
         return;
     }
     style.heading(out, "quota increases to request");
-    let mut t = table(&["quota", "ask by", "needed", "why"]);
+    let mut t = table(style, &["quota", "ask by", "needed", "why"]);
     for q in &plan.quota_increases {
         t.add_row(vec![
             text(&plan_view::quota_increase(q)),
@@ -356,13 +445,16 @@ fn runs(out: &mut String, plan: &Plan, style: Style) {
             clean(&plan.actions_scenario)
         ),
     );
-    let mut t = table(&[
-        "pool",
-        ">on-demand peak",
-        ">on-demand cost",
-        ">spot peak",
-        ">spot cost",
-    ]);
+    let mut t = table(
+        style,
+        &[
+            "pool",
+            ">on-demand peak",
+            ">on-demand cost",
+            ">spot peak",
+            ">spot cost",
+        ],
+    );
     let peak = |r: &plan_view::RunTotals| {
         if r.runs == 0 {
             "—".to_string()
@@ -385,7 +477,7 @@ fn runs(out: &mut String, plan: &Plan, style: Style) {
 fn cost_by_kind(out: &mut String, plan: &Plan, style: Style) {
     style.heading(out, "cost by kind (expected over scenarios)");
     let total = plan.cost.expected_total;
-    let mut t = table(&["kind", ">expected", ">share", "irreversible"]);
+    let mut t = table(style, &["kind", ">expected", ">share", "irreversible"]);
     for (i, (name, get)) in KINDS.iter().enumerate() {
         let cost = get(&plan.cost.by_kind);
         if cost == 0.0 {
@@ -414,7 +506,7 @@ fn cost_by_month(out: &mut String, plan: &Plan, style: Style) {
         return;
     }
     let Some(months) = plan_view::cost_by_month(plan) else {
-        let mut t = table(&["month", ">expected"]);
+        let mut t = table(style, &["month", ">expected"]);
         for m in &plan.cost.by_month {
             t.add_row(vec![text(&m.month), right(money(m.expected))]);
         }
@@ -428,7 +520,7 @@ fn cost_by_month(out: &mut String, plan: &Plan, style: Style) {
     let mut header = vec!["month"];
     header.extend(names.iter().map(String::as_str));
     header.push(">total");
-    let mut t = table(&header);
+    let mut t = table(style, &header);
     for m in &months {
         let mut row = vec![text(&m.month)];
         row.extend(shown.iter().map(|&k| right(money_or_dash(m.kinds[k]))));
@@ -451,13 +543,16 @@ fn baselines(out: &mut String, plan: &Plan, style: Style) {
         out.push_str("  no baselines in the plan\n");
         return;
     }
-    let mut t = table(&[
-        "strategy",
-        ">expected",
-        ">this plan saves",
-        ">saving",
-        "what it means",
-    ]);
+    let mut t = table(
+        style,
+        &[
+            "strategy",
+            ">expected",
+            ">this plan saves",
+            ">saving",
+            "what it means",
+        ],
+    );
     for b in &plan.baselines {
         let (cost, phrase, pct) = match (b.expected_total, saving(plan, b)) {
             (Some(total), Some((amount, fraction))) => (
@@ -490,15 +585,18 @@ fn risk(out: &mut String, plan: &Plan, style: Style) {
         out.push_str("  no scenarios in the plan\n");
         return;
     }
-    let mut t = table(&[
-        "scenario",
-        ">probability",
-        ">on-demand",
-        ">spot",
-        ">total",
-        ">idle term GPU-h",
-        ">idle term cost",
-    ]);
+    let mut t = table(
+        style,
+        &[
+            "scenario",
+            ">probability",
+            ">on-demand",
+            ">spot",
+            ">total",
+            ">idle term GPU-h",
+            ">idle term cost",
+        ],
+    );
     for name in names {
         let cost = plan.cost.by_scenario.iter().find(|s| s.name == name);
         let stranded = risk.stranded.iter().find(|s| s.scenario == name);

@@ -151,6 +151,26 @@ pub fn kind_label(kind: ActionKind) -> &'static str {
     }
 }
 
+/// The action's kind in a word, for narrow tables: `block`, `commit`, `reserve`.
+pub fn short_kind(kind: ActionKind) -> &'static str {
+    match kind {
+        ActionKind::PurchaseCapacityBlock => "block",
+        ActionKind::Commit => "commit",
+        ActionKind::Reserve => "reserve",
+        ActionKind::RunOnDemand => "on-demand",
+        ActionKind::RunSpot => "spot",
+        ActionKind::Release => "release",
+    }
+}
+
+/// `01-18 → 02-28` (without the years), for narrow tables.
+pub fn short_campaign_window(c: &CampaignRef) -> String {
+    match (&c.start, &c.end) {
+        (Some(start), Some(end)) => format!("{} → {}", short_date(start), short_date(end)),
+        _ => String::new(),
+    }
+}
+
 /// `aws us-east-1a` (the zone when there is one, else the region).
 pub fn place(a: &Action) -> String {
     match &a.zone {
@@ -198,6 +218,59 @@ pub fn window(a: &Action) -> String {
     } else {
         format!("{} → {}", short_time(&a.start), short_time(&a.end))
     }
+}
+
+/// A time without its year: `01-17 11:30`, or `01-17` at midnight.
+pub fn short_date(s: &str) -> String {
+    match parse_time(s) {
+        Some(t) if t.format("%H:%M").to_string() == "00:00" => t.format("%m-%d").to_string(),
+        Some(t) => t.format("%m-%d %H:%M").to_string(),
+        None => s.to_string(),
+    }
+}
+
+/// The compact window for narrow screens: `01-18 11:30 +5d` (the start without its year, and
+/// the length), or the start alone for a release.
+pub fn short_window(a: &Action) -> String {
+    let (Some(start), Some(end)) = (parse_time(&a.start), parse_time(&a.end)) else {
+        return window(a);
+    };
+    let at = if start.format("%H:%M").to_string() == "00:00" {
+        start.format("%m-%d").to_string()
+    } else {
+        start.format("%m-%d %H:%M").to_string()
+    };
+    if a.kind == ActionKind::Release || end <= start {
+        return at;
+    }
+    format!("{at} +{}", length(end - start))
+}
+
+/// `5d`, `1d12h`, `11h30m`.
+fn length(d: chrono::Duration) -> String {
+    let minutes = d.num_minutes();
+    let (days, hours, mins) = (minutes / 1440, minutes % 1440 / 60, minutes % 60);
+    let mut out = String::new();
+    if days > 0 {
+        out.push_str(&format!("{days}d"));
+    }
+    if hours > 0 {
+        out.push_str(&format!("{hours}h"));
+    }
+    if mins > 0 || out.is_empty() {
+        out.push_str(&format!("{mins}m"));
+    }
+    out
+}
+
+/// The compact size: `71 × p5.48xlarge (64 + 7)`.
+pub fn short_size(a: &Action) -> String {
+    let mut out = format!("{} × {}", thousands(a.instances.into()), a.instance_type);
+    if a.pieces.len() > 1 {
+        let pieces: Vec<String> = a.pieces.iter().map(u32::to_string).collect();
+        out.push_str(&format!(" ({})", pieces.join(" + ")));
+    }
+    out
 }
 
 /// `p5.48xlarge × 8 = 64 GPUs`.

@@ -150,8 +150,49 @@ pub fn thousands(n: u64) -> String {
     out
 }
 
+/// `text` with every line wider than `width` columns wrapped at spaces, each continuation
+/// indented two columns past the line's own indent. Table lines (drawn with box characters)
+/// are left alone: tables are laid out within the width when they are built. Widths are
+/// display widths, ANSI colours not counted.
+pub fn fit(text: &str, width: usize) -> String {
+    let mut out = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        let body = line.strip_suffix('\n').unwrap_or(line);
+        let boxed = body
+            .trim_start()
+            .starts_with(['│', '┌', '└', '╞', '├', '╭', '╰']);
+        if boxed || textwrap::core::display_width(body) <= width {
+            out.push_str(line);
+            continue;
+        }
+        let indent = " ".repeat(body.len() - body.trim_start().len() + 2);
+        let options = textwrap::Options::new(width.max(20)).subsequent_indent(&indent);
+        for wrapped in textwrap::wrap(body, options) {
+            out.push_str(&wrapped);
+            out.push('\n');
+        }
+        if !line.ends_with('\n') {
+            out.pop();
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn fit_wraps_long_text_with_a_hanging_indent_and_leaves_tables_alone() {
+        let table = "│ a table row that is much wider than twenty columns │\n";
+        let text = format!("  warn: one two three four five six seven\n{table}short\n");
+        let fitted = fit(&text, 20);
+        assert_eq!(
+            fitted,
+            format!("  warn: one two\n    three four five\n    six seven\n{table}short\n")
+        );
+        // Never narrower than 20 columns; a last line without a newline keeps none.
+        assert_eq!(fit("no newline at the end", 10), "no newline at the\n  end");
+    }
+
     use super::*;
     use crate::timespec::{Span, parse_timestamp};
 
