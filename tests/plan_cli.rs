@@ -37,10 +37,13 @@ fn example(name: &str) -> PathBuf {
 
 fn gpucap() -> Command {
     let mut cmd = Command::cargo_bin("gpucap").expect("the gpucap binary");
-    cmd.env_remove("RUST_LOG").env("NO_COLOR", "1").env(
-        "GPUCAP_CACHE_DIR",
-        std::env::temp_dir().join("gpucap-test-no-cache"),
-    );
+    cmd.env_remove("RUST_LOG")
+        .env_remove("COLUMNS")
+        .env("NO_COLOR", "1")
+        .env(
+            "GPUCAP_CACHE_DIR",
+            std::env::temp_dir().join("gpucap-test-no-cache"),
+        );
     cmd
 }
 
@@ -1269,8 +1272,21 @@ fn with_placement_gangs_each_campaign_runs_whole_on_eight_gpu_nodes_in_one_place
     for a in &plan.actions {
         assert_ne!(a.instance_type, "p5.4xlarge", "{a:?}");
     }
-    // The plan says where each campaign runs, in its JSON and on the terminal.
-    let run = plan_cmd(&dir.path().join("gpucap.toml"), &[]);
+    // The plan says where each campaign runs, in its JSON and on the terminal (a wide one,
+    // for the full layout).
+    let out = gpucap()
+        .env("COLUMNS", "250")
+        .arg("--config")
+        .arg(dir.path().join("gpucap.toml"))
+        .args(["plan", "--now", NOW])
+        .output()
+        .expect("run gpucap");
+    let run = Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    };
+    assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(
         run.stdout
             .contains("where campaigns run (whole, in one place, start to end)")
@@ -1583,7 +1599,8 @@ fn campaigns_starting_at_11_30_run_on_blocks_from_11_30_with_nothing_beside_them
 
 #[test]
 fn the_quickstart_fits_a_pipe_in_100_columns_and_a_terminal_in_its_own_width() {
-    // Piped (no terminal, no COLUMNS): 100 columns. COLUMNS=120 stands for a terminal of 120.
+    // Piped (no terminal, no COLUMNS): 100 columns on stdout. COLUMNS=120 and 80 stand for
+    // terminals of that width, where progress and warnings on stderr fit too.
     let config = example("quickstart");
     for (columns, width) in [(None, 100), (Some("120"), 120), (Some("80"), 80)] {
         let mut cmd = gpucap();
@@ -1601,7 +1618,13 @@ fn the_quickstart_fits_a_pipe_in_100_columns_and_a_terminal_in_its_own_width() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(0), "{stderr}");
         assert!(stdout.contains("what to buy and when"), "{stdout}");
-        for line in stdout.lines().chain(stderr.lines()) {
+        // Piped without COLUMNS, stderr keeps one message per line (for logs and grep).
+        let progress = if columns.is_some() {
+            stderr.lines().count()
+        } else {
+            0
+        };
+        for line in stdout.lines().chain(stderr.lines().take(progress)) {
             assert!(
                 line.chars().count() <= width,
                 "{} columns at {width}:\n{line}",

@@ -90,20 +90,28 @@ pub fn stdout_width() -> usize {
     width_of(terminal_size::terminal_size_of(std::io::stdout()))
 }
 
-/// [`stdout_width`] for stderr (progress and warnings).
-pub fn stderr_width() -> usize {
-    width_of(terminal_size::terminal_size_of(std::io::stderr()))
+/// The columns progress and warnings on stderr should fit: `COLUMNS`, else the terminal's
+/// width; `None` when stderr is a pipe or a file (a CI log keeps one message per line, for
+/// `grep`).
+pub fn stderr_width() -> Option<usize> {
+    columns()
+        .or(terminal_size::terminal_size_of(std::io::stderr()).map(|(w, _)| usize::from(w.0)))
+        .map(|w| w.max(40))
 }
 
 fn width_of(terminal: Option<(terminal_size::Width, terminal_size::Height)>) -> usize {
-    let columns = std::env::var("COLUMNS")
-        .ok()
-        .and_then(|c| c.trim().parse::<usize>().ok())
-        .filter(|&c| c > 0);
-    columns
+    columns()
         .or(terminal.map(|(w, _)| usize::from(w.0)))
         .unwrap_or(100)
         .max(40)
+}
+
+/// `COLUMNS`, when it is set to a number above 0.
+fn columns() -> Option<usize> {
+    std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse::<usize>().ok())
+        .filter(|&c| c > 0)
 }
 
 /// Whether stdout output should be coloured.

@@ -448,7 +448,7 @@ pub fn make(global: &GlobalArgs, offline: bool, now: DateTime<Utc>) -> anyhow::R
             &plan,
             None,
             crate::commands::common::stdout_color(global.color),
-            Some(crate::commands::common::stderr_width()),
+            Some(crate::commands::common::stderr_width().unwrap_or(100)),
         )
     );
     Ok(plan)
@@ -692,6 +692,14 @@ fn fingerprint(
     Ok(f.finish())
 }
 
+/// `text` wrapped to stderr's width where it has one ([`crate::commands::common::stderr_width`]).
+fn on_stderr(text: &str) -> String {
+    match crate::commands::common::stderr_width() {
+        Some(width) => crate::render::terminal::fit(text, width),
+        None => text.to_string(),
+    }
+}
+
 /// Steps on stderr: a spinner on a terminal, plain lines otherwise; nothing with `--quiet`.
 struct Progress {
     bar: Option<indicatif::ProgressBar>,
@@ -719,13 +727,7 @@ impl Progress {
         }
         match &self.bar {
             Some(bar) => bar.set_message(what.to_string()),
-            None => eprint!(
-                "{}",
-                crate::render::terminal::fit(
-                    &format!("{what}…\n"),
-                    crate::commands::common::stderr_width()
-                )
-            ),
+            None => eprint!("{}", on_stderr(&format!("{what}…\n"))),
         }
         tracing::debug!(elapsed = ?self.started.elapsed(), "{what}");
     }
@@ -734,10 +736,7 @@ impl Progress {
         if self.quiet {
             return;
         }
-        let what = crate::render::terminal::fit(
-            &format!("warning: {}", crate::text::visible_lines(what)),
-            crate::commands::common::stderr_width(),
-        );
+        let what = on_stderr(&format!("warning: {}", crate::text::visible_lines(what)));
         match &self.bar {
             Some(bar) => bar.suspend(|| eprintln!("{what}")),
             None => eprintln!("{what}"),
@@ -746,13 +745,7 @@ impl Progress {
 
     fn note(&self, what: &str) {
         if !self.quiet {
-            eprint!(
-                "{}",
-                crate::render::terminal::fit(
-                    &format!("{what}\n"),
-                    crate::commands::common::stderr_width()
-                )
-            );
+            eprint!("{}", on_stderr(&format!("{what}\n")));
         }
     }
 
