@@ -72,11 +72,15 @@ fn cost_of(v: &Validated, o: usize, n: u32) -> f64 {
 /// `purchases` `(offer, start, instances)` with every chain of alike purchases bought as the
 /// cheapest sequence that holds the same instances over the same hours, where that is fewer
 /// purchases at no more cost.
+///
+/// Every solution passes through here (`plan::solution`, also while the coupled search
+/// compares plans), so the offers' kinds are read only once a chain is found.
 pub(crate) fn merged(v: &Validated, purchases: Vec<(usize, u32, u32)>) -> Vec<(usize, u32, u32)> {
     let problem = v.problem();
+    let is_term = |o: usize| problem.offers[o].kind == OfferKind::Term;
     let mut kinds: HashMap<usize, Kind> = HashMap::new();
     for &(o, _, _) in &purchases {
-        if problem.offers[o].kind == OfferKind::Term {
+        if is_term(o) {
             kinds.entry(o).or_insert_with(|| kind_of(v, o));
         }
     }
@@ -101,26 +105,28 @@ pub(crate) fn merged(v: &Validated, purchases: Vec<(usize, u32, u32)>) -> Vec<(u
         chains[c].push(i);
         open.insert((kind, n, end_of(v, o, start)), c);
     }
-    let mut alike: HashMap<&Kind, Vec<usize>> = HashMap::new();
-    for o in 0..problem.offers.len() {
-        if problem.offers[o].kind == OfferKind::Term
-            && let Some(kind) = kinds.values().find(|k| **k == kind_of(v, o))
-        {
-            alike.entry(kind).or_default().push(o);
+    chains.retain(|c| c.len() > 1);
+    if chains.is_empty() {
+        return purchases;
+    }
+    // The offers alike to each chained one, by kind, each offer's kind read once.
+    let mut alike: HashMap<Kind, Vec<usize>> = chains
+        .iter()
+        .map(|c| (kinds[&purchases[c[0]].0].clone(), Vec::new()))
+        .collect();
+    for o in (0..problem.offers.len()).filter(|&o| is_term(o)) {
+        if let Some(offers) = alike.get_mut(&kind_of(v, o)) {
+            offers.push(o);
         }
     }
-    let mut out = purchases.clone();
     let mut removed = vec![false; purchases.len()];
     let mut added: Vec<(usize, u32, u32)> = Vec::new();
-    for chain in chains.iter().filter(|c| c.len() > 1) {
+    for chain in &chains {
         let (o0, from, n) = purchases[chain[0]];
         let (ol, last, _) = purchases[chain[chain.len() - 1]];
         let to = end_of(v, ol, last);
         let now: f64 = chain.iter().map(|&i| cost_of(v, purchases[i].0, n)).sum();
-        let Some(offers) = kinds.get(&o0).and_then(|k| alike.get(k)) else {
-            continue;
-        };
-        let Some((cost, path)) = cheapest(v, offers, from, to, n) else {
+        let Some((cost, path)) = cheapest(v, &alike[&kinds[&o0]], from, to, n) else {
             continue;
         };
         // Fewer purchases at no more cost: fewer charges, and fewer restarts under the
@@ -133,20 +139,21 @@ pub(crate) fn merged(v: &Validated, purchases: Vec<(usize, u32, u32)>) -> Vec<(u
         }
     }
     if added.is_empty() {
-        return out;
+        return purchases;
     }
-    let mut kept: Vec<(usize, u32, u32)> = out
+    let mut kept: Vec<(usize, u32, u32)> = purchases
         .iter()
         .zip(&removed)
         .filter(|(_, r)| !**r)
         .map(|(p, _)| *p)
+        .chain(added)
         .collect();
-    kept.extend(added);
     kept.sort_unstable();
     if within_limits(v, &kept) {
-        out = kept;
+        kept
+    } else {
+        purchases
     }
-    out
 }
 
 /// The cheapest sequence of purchases of `n` instances of `offers`, back to back from `from`
@@ -224,30 +231,33 @@ mod tests {
 
     /// One pool, blocks of 1, 2, 3 and 5 days at $24 an hour per instance and $100 a piece.
     fn problem() -> Validated {
-        let text = r#"{"schema": "gpucap.problem/v2", "start": "2027-01-04T00:00:00Z", "hours": 240,
+        let blocks: Vec<String> = [1, 2, 3, 5]
+            .iter()
+            .map(|d| {
+                format!(
+                    r#"{{"id": "b{d}", "pool": "p", "kind": "term", "gpus_per_instance": 8,
+                     "price_per_instance_hour": 24.0, "term_hours": {},
+                     "starts": {{"from": 0, "to": 240, "step": 24}}, "cost_per_purchase": 100.0}}"#,
+                    d * 24
+                )
+            })
+            .collect();
+        let text = format!(
+            r#"{{"schema": "gpucap.problem/v2", "start": "2027-01-04T00:00:00Z", "hours": 240,
           "pools": ["p"],
           "offers": [
-            {"id": "od", "pool": "p", "kind": "on_demand", "gpus_per_instance": 8,
-             "price_per_instance_hour": 60.0},
-            {"id": "b1", "pool": "p", "kind": "term", "gpus_per_instance": 8,
-             "price_per_instance_hour": 24.0, "term_hours": 24,
-             "starts": {"from": 0, "to": 240, "step": 24}, "cost_per_purchase": 100.0},
-            {"id": "b2", "pool": "p", "kind": "term", "gpus_per_instance": 8,
-             "price_per_instance_hour": 24.0, "term_hours": 48,
-             "starts": {"from": 0, "to": 240, "step": 24}, "cost_per_purchase": 100.0},
-            {"id": "b3", "pool": "p", "kind": "term", "gpus_per_instance": 8,
-             "price_per_instance_hour": 24.0, "term_hours": 72,
-             "starts": {"from": 0, "to": 240, "step": 24}, "cost_per_purchase": 100.0},
-            {"id": "b5", "pool": "p", "kind": "term", "gpus_per_instance": 8,
-             "price_per_instance_hour": 24.0, "term_hours": 120,
-             "starts": {"from": 0, "to": 240, "step": 24}, "cost_per_purchase": 100.0},
-            {"id": "other", "pool": "p", "kind": "term", "gpus_per_instance": 8,
+            {{"id": "od", "pool": "p", "kind": "on_demand", "gpus_per_instance": 8,
+             "price_per_instance_hour": 60.0}},
+            {},
+            {{"id": "other", "pool": "p", "kind": "term", "gpus_per_instance": 8,
              "price_per_instance_hour": 20.0, "term_hours": 24, "max_instances": 1,
-             "starts": {"from": 0, "to": 240, "step": 24}, "cost_per_purchase": 100.0}
+             "starts": {{"from": 0, "to": 240, "step": 24}}, "cost_per_purchase": 100.0}}
           ],
-          "scenarios": [{"name": "e", "probability": 1.0,
-            "demand": {"p": {"firm": [[24, 240, 16]]}}}]}"#;
-        validate(parse(text, std::path::Path::new("chains.json")).expect("parses")).expect("valid")
+          "scenarios": [{{"name": "e", "probability": 1.0,
+            "demand": {{"p": {{"firm": [[24, 240, 16]]}}}}}}]}}"#,
+            blocks.join(",\n")
+        );
+        validate(parse(&text, std::path::Path::new("chains.json")).expect("parses")).expect("valid")
     }
 
     #[test]
