@@ -7,7 +7,6 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use chrono::Duration as Hours;
 use clap::Args;
 use comfy_table::{Cell, CellAlignment, Table, presets::UTF8_BORDERS_ONLY};
 
@@ -140,8 +139,7 @@ fn right(text: impl ToString) -> Cell {
 
 /// The time of period `period` (an hour unless the problem says `period_minutes`).
 fn when(v: &Validated, period: u32) -> String {
-    let minutes = i64::from(v.problem().period_minutes());
-    timespec::rfc3339(v.start() + Hours::minutes(i64::from(period) * minutes))
+    timespec::rfc3339(v.time_of(period))
 }
 
 fn summary(v: &Validated, s: &Solution, options: &SolveOptions) -> String {

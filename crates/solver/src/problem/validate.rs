@@ -8,6 +8,7 @@ use chrono::{DateTime, Timelike, Utc};
 
 use crate::diagnostic::{InputError, did_you_mean};
 use crate::limits::MAX_POOL_GPUS;
+use crate::timespec::PERIOD_MINUTES;
 
 use super::errors::{error, v2_only, v3_only};
 use super::gangs::{self, GangDemand, Gangs};
@@ -75,6 +76,14 @@ impl Validated {
     /// Hours per period (1 unless the problem's `period_minutes` says otherwise).
     pub fn period_hours(&self) -> f64 {
         self.problem.period_hours()
+    }
+
+    /// The start of period `period` (saturating at chrono's last time).
+    pub fn time_of(&self, period: u32) -> DateTime<Utc> {
+        let minutes = i64::from(period) * i64::from(self.problem.period_minutes());
+        self.start
+            .checked_add_signed(chrono::Duration::minutes(minutes))
+            .unwrap_or(DateTime::<Utc>::MAX_UTC)
     }
 
     /// Index into `problem().pools` of offer `o`'s pool.
@@ -237,7 +246,7 @@ fn check_header(problem: &Problem) -> Result<DateTime<Utc>, InputError> {
         if !problem.is_v3() {
             return Err(v3_only("period_minutes".into()));
         }
-        if ![60, 30, 15].contains(&minutes) {
+        if !PERIOD_MINUTES.contains(&minutes) {
             return Err(error(
                 "period_minutes",
                 format!("must be 60, 30 or 15 (minutes per period), found {minutes}"),

@@ -5,8 +5,6 @@
 //! the demand), and, when every hour passes it but the model is still infeasible (allowed term
 //! starts and limits cannot cover all hours at once), the shortage of the elastic model.
 
-use chrono::Duration;
-
 use crate::problem::Validated;
 use crate::timespec;
 
@@ -161,9 +159,8 @@ fn demand_at(data: &PoolData, k: usize, hour: u32) -> (u64, u64) {
 /// `hours 336–668 (2027-01-18T00:00:00Z to 2027-02-01T20:00:00Z)`.
 /// With periods shorter than an hour: `half-hours 672–1336 (…)`.
 pub(crate) fn hours(v: &Validated, from: u32, to: u32) -> String {
-    let minutes = i64::from(v.problem().period_minutes());
-    let at = |h: u32| timespec::rfc3339(v.start() + Duration::minutes(i64::from(h) * minutes));
-    let (one, many) = match minutes {
+    let at = |h: u32| timespec::rfc3339(v.time_of(h));
+    let (one, many) = match v.problem().period_minutes() {
         30 => ("half-hour", "half-hours"),
         15 => ("quarter-hour", "quarter-hours"),
         _ => ("hour", "hours"),
