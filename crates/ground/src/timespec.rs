@@ -268,17 +268,14 @@ impl Horizon {
     /// The calendar months (`YYYY-MM`, UTC) the periods `[from, to)` fall in, with how many
     /// periods in each.
     pub fn month_periods(&self, from: u32, to: u32) -> Vec<(String, u32)> {
-        let mut out: Vec<(String, u32)> = Vec::new();
-        if self.minutes == 60 {
-            return month_hours(self.start, from, to);
-        }
         // Months start on whole hours, so a month's periods are its hours times `per_hour`,
-        // less the parts of the first and last hours outside `[from, to)`.
+        // less the parts of the first and last hours outside `[from, to)` (none on whole hours).
         let per = self.per_hour();
         let (first_hour, last_hour) = (from / per, to.div_ceil(per));
-        for (month, hours) in month_hours(self.start, first_hour, last_hour) {
-            out.push((month, hours * per));
-        }
+        let mut out: Vec<(String, u32)> = month_hours(self.start, first_hour, last_hour)
+            .into_iter()
+            .map(|(month, hours)| (month, hours * per))
+            .collect();
         if let Some(first) = out.first_mut() {
             first.1 -= from - first_hour * per;
         }
