@@ -72,6 +72,11 @@ struct Style {
 }
 
 impl Style {
+    /// Whether tables take their compact layout (a width below [`COMPACT_BELOW`]).
+    fn compact(self) -> bool {
+        self.width.is_some_and(|w| w < COMPACT_BELOW)
+    }
+
     fn heading(self, out: &mut String, text: &str) {
         if self.color {
             let _ = writeln!(out, "\n{}", text.bold());
@@ -310,7 +315,7 @@ fn buy(out: &mut String, plan: &Plan, style: Style) {
         out.push_str("  nothing to buy: the plan uses on-demand and spot capacity only\n");
         return;
     }
-    if style.width.is_some_and(|w| w < COMPACT_BELOW) {
+    if style.compact() {
         // Narrow: the pool under the place, the date to act by under the window, short dates
         // with the window's length, and the instance count before the type.
         let mut t = table(
@@ -379,7 +384,7 @@ fn campaigns(out: &mut String, plan: &Plan, style: Style) {
         out,
         "where campaigns run (whole, in one place, start to end)",
     );
-    if style.width.is_some_and(|w| w < COMPACT_BELOW) {
+    if style.compact() {
         let mut t = table(
             style,
             &["campaign", "when", "where, on", "runs on", "restarts"],

@@ -222,10 +222,14 @@ pub fn window(a: &Action) -> String {
 
 /// A time without its year: `01-17 11:30`, or `01-17` at midnight.
 pub fn short_date(s: &str) -> String {
-    match parse_time(s) {
-        Some(t) if t.format("%H:%M").to_string() == "00:00" => t.format("%m-%d").to_string(),
-        Some(t) => t.format("%m-%d %H:%M").to_string(),
-        None => s.to_string(),
+    parse_time(s).map_or_else(|| s.to_string(), month_day)
+}
+
+fn month_day(t: DateTime<Utc>) -> String {
+    if t.format("%H:%M").to_string() == "00:00" {
+        t.format("%m-%d").to_string()
+    } else {
+        t.format("%m-%d %H:%M").to_string()
     }
 }
 
@@ -235,11 +239,7 @@ pub fn short_window(a: &Action) -> String {
     let (Some(start), Some(end)) = (parse_time(&a.start), parse_time(&a.end)) else {
         return window(a);
     };
-    let at = if start.format("%H:%M").to_string() == "00:00" {
-        start.format("%m-%d").to_string()
-    } else {
-        start.format("%m-%d %H:%M").to_string()
-    };
+    let at = month_day(start);
     if a.kind == ActionKind::Release || end <= start {
         return at;
     }
