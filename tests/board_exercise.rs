@@ -2,6 +2,10 @@
 //! it: every figure its README gives is computed here from gpucap's own plan and must appear in
 //! the README word for word, so the README cannot drift from what gpucap says.
 
+#[path = "support/files.rs"]
+mod files;
+use files::copy_dir;
+
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
@@ -279,17 +283,4 @@ fn plan_capped(config: &Path, cap: u32) -> Plan {
         .sum();
     assert_eq!(committed, cap, "the capped plan commits the cap");
     p
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    for entry in std::fs::read_dir(from).expect("read dir") {
-        let entry = entry.expect("entry");
-        let target = to.join(entry.file_name());
-        if entry.file_type().expect("type").is_dir() {
-            std::fs::create_dir_all(&target).expect("mkdir");
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).expect("copy");
-        }
-    }
 }

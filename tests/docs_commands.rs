@@ -28,6 +28,10 @@
 //! Missing data (a doc, `examples/`, a `cwd`) fails the test and names it; nothing skips
 //! silently.
 
+#[path = "support/files.rs"]
+mod files;
+use files::copy_dir;
+
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fs;
 use std::io::Write;
@@ -273,20 +277,6 @@ fn fixture_copy() -> tempfile::TempDir {
         copy_dir(&from, &to);
     }
     dir
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    for entry in fs::read_dir(from).unwrap_or_else(|e| panic!("{}: {e}", from.display())) {
-        let entry = entry.expect("read dir entry");
-        let target = to.join(entry.file_name());
-        if entry.file_type().expect("file type").is_dir() {
-            fs::create_dir_all(&target).expect("create dir");
-            copy_dir(&entry.path(), &target);
-        } else {
-            fs::copy(entry.path(), &target)
-                .unwrap_or_else(|e| panic!("copy {}: {e}", entry.path().display()));
-        }
-    }
 }
 
 /// A folder holding `gpucap`, the binary under test, to put first on the `PATH`.

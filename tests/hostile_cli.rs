@@ -5,6 +5,10 @@
 #[path = "support/canned_http.rs"]
 mod canned_http;
 
+#[path = "support/files.rs"]
+mod files;
+use files::copy_dir;
+
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
@@ -44,19 +48,6 @@ fn run(config: &Path, args: &[&str]) -> Run {
         code: out.status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("mkdir");
-    for entry in std::fs::read_dir(from).expect("readable") {
-        let entry = entry.expect("entry");
-        let target = to.join(entry.file_name());
-        if entry.file_type().expect("type").is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).expect("copied");
-        }
     }
 }
 

@@ -13,6 +13,10 @@ mod solver_check;
 #[path = "support/terraform.rs"]
 mod terraform;
 
+#[path = "support/files.rs"]
+mod files;
+use files::copy_dir;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -58,13 +62,17 @@ fn plan_cmd(config: &Path, extra: &[&str]) -> Run {
 }
 
 fn gpucap_at(now: &str, config: &Path, extra: &[&str]) -> Run {
-    let out = gpucap()
-        .arg("--config")
+    let mut cmd = gpucap();
+    cmd.arg("--config")
         .arg(config)
         .args(["plan", "--now", now])
-        .args(extra)
-        .output()
-        .expect("run gpucap");
+        .args(extra);
+    run_to_end(cmd)
+}
+
+/// Runs `cmd` to its end.
+fn run_to_end(mut cmd: Command) -> Run {
+    let out = cmd.output().expect("run gpucap");
     Run {
         code: out.status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -629,19 +637,6 @@ fn the_same_inputs_give_the_same_plan_and_changed_inputs_a_new_fingerprint() {
         gpucap::plan::fingerprint::recompute(&plan_c.fingerprint.inputs),
         plan_c.fingerprint.digest
     );
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            std::fs::create_dir_all(&target).unwrap();
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
 }
 
 /// A copy of the quickstart with `edit` applied to its config.
@@ -1274,18 +1269,12 @@ fn with_placement_gangs_each_campaign_runs_whole_on_eight_gpu_nodes_in_one_place
     }
     // The plan says where each campaign runs, in its JSON and on the terminal (a wide one,
     // for the full layout).
-    let out = gpucap()
-        .env("COLUMNS", "250")
+    let mut wide = gpucap();
+    wide.env("COLUMNS", "250")
         .arg("--config")
         .arg(dir.path().join("gpucap.toml"))
-        .args(["plan", "--now", NOW])
-        .output()
-        .expect("run gpucap");
-    let run = Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    };
+        .args(["plan", "--now", NOW]);
+    let run = run_to_end(wide);
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(
         run.stdout
@@ -1604,19 +1593,18 @@ fn the_quickstart_fits_a_pipe_in_100_columns_and_a_terminal_in_its_own_width() {
     let config = example("quickstart");
     for (columns, width) in [(None, 100), (Some("120"), 120), (Some("80"), 80)] {
         let mut cmd = gpucap();
-        cmd.env_remove("COLUMNS");
         if let Some(c) = columns {
             cmd.env("COLUMNS", c);
         }
-        let out = cmd
-            .arg("--config")
+        cmd.arg("--config")
             .arg(&config)
-            .args(["plan", "--offline", "--now", NOW])
-            .output()
-            .expect("run gpucap");
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(0), "{stderr}");
+            .args(["plan", "--offline", "--now", NOW]);
+        let Run {
+            code,
+            stdout,
+            stderr,
+        } = run_to_end(cmd);
+        assert_eq!(code, 0, "{stderr}");
         assert!(stdout.contains("what to buy and when"), "{stdout}");
         // Piped without COLUMNS, stderr keeps one message per line (for logs and grep).
         let progress = if columns.is_some() {

@@ -5,6 +5,10 @@
 //! `--detailed-exitcode` exits 0); a missing or malformed previous plan is bad input naming the
 //! file, refused before any planning.
 
+#[path = "support/files.rs"]
+mod files;
+use files::copy_dir;
+
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
@@ -46,19 +50,6 @@ fn plan(config: &Path, extra: &[&str]) -> Run {
         code: out.status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            std::fs::create_dir_all(&target).unwrap();
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
     }
 }
 
